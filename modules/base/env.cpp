@@ -1,0 +1,73 @@
+#include "base/env.hpp"
+
+#include <array>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+
+namespace tg::env {
+
+namespace {
+constexpr std::array kVars = {
+    VarInfo{"DEBUG", "0",
+            "1 kernel count and time per realize, 2 a line per kernel (time, GFLOPS, GB/s), 3 applied opts, "
+            "4 generated source, 5 kernel AST, 6 linear UOps, 7 disassembly"},
+    VarInfo{"BEAM", "0", "beam width for kernel optimization search; results cached on disk"},
+    VarInfo{"NOOPT", "0", "1 = apply no kernel optimizations"},
+    VarInfo{"VIZ", "0", "1 = serve the graph and rewrite viewer on localhost"},
+    VarInfo{"JIT", "1", "0 = run jitted functions eagerly every call"},
+    VarInfo{"DEV", "", "device to use: NAME[:index][:renderer[:arch]]; NAME=1 (e.g. CLANG=1) is a shorthand"},
+    VarInfo{"CACHELEVEL", "1", "0 = no on-disk cache of compiled programs and BEAM results"},
+    VarInfo{"TG_PLUGIN_PATH", "", "':'-separated plugin files or directories searched before the installed ones"},
+    VarInfo{"TG_CACHE_DIR", "~/.cache/tinygrad.cpp", "where the compile and BEAM caches live"},
+    VarInfo{"TG_CLANG", "clang", "clang binary the CLANG device uses when libclang-cpp is not available"},
+    VarInfo{"TG_CLANG_FLAGS", "", "extra flags for the CLANG device's compiler (part of its cache key)"},
+    VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist", "folder with the Fashion-MNIST idx files"},
+};
+}  // namespace
+
+std::span<const VarInfo> all() { return kVars; }
+
+static const VarInfo& find(std::string_view name) {
+  for (const auto& v : kVars)
+    if (v.name == name) return v;
+  throw ValueError("env", fmt::format("'{}' is not a declared environment variable (see base/env.cpp)", name));
+}
+
+std::optional<std::string> raw(std::string_view name) {
+  find(name);
+  const char* v = std::getenv(std::string(name).c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+std::string get(std::string_view name) {
+  auto v = raw(name);
+  return v ? *v : std::string(find(name).default_value);
+}
+
+int IntVar::value() const {
+  if (!loaded_.load(std::memory_order_acquire)) {
+    std::string s = get(name_);
+    int v = 0;
+    try {
+      v = s.empty() ? 0 : std::stoi(s);
+    } catch (const std::exception&) {
+      throw ValueError("env", fmt::format("{}={} is not an integer", name_, s));
+    }
+    value_.store(v);
+    loaded_.store(true, std::memory_order_release);
+  }
+  return value_.load(std::memory_order_relaxed);
+}
+
+IntVar DEBUG{"DEBUG"};
+IntVar BEAM{"BEAM"};
+IntVar NOOPT{"NOOPT"};
+IntVar VIZ{"VIZ"};
+IntVar JIT{"JIT"};
+IntVar CACHELEVEL{"CACHELEVEL"};
+
+}  // namespace tg::env

@@ -1,0 +1,61 @@
+#pragma once
+// The one registry of environment variables the project reads (tinygrad names where tinygrad has one).
+// Every variable is declared in env.cpp; `tg env` prints them all with their values.
+#include <atomic>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace tg::env {
+
+struct VarInfo {
+  std::string_view name;
+  std::string_view default_value;
+  std::string_view meaning;
+};
+
+// Every declared variable, in declaration order.
+std::span<const VarInfo> all();
+// The raw value from the process environment, if set. Throws ValueError for undeclared names
+// (so a typo in the code is caught, not silently read as unset).
+std::optional<std::string> raw(std::string_view name);
+// The value, or the declared default.
+std::string get(std::string_view name);
+
+// An integer variable read once from the environment, overridable at run time (tinygrad's ContextVar).
+class IntVar {
+ public:
+  explicit IntVar(std::string_view name) : name_(name) {}
+  int value() const;
+  operator int() const { return value(); }
+  void set(int v) { value_.store(v), loaded_.store(true); }
+  std::string_view name() const { return name_; }
+
+ private:
+  std::string_view name_;
+  mutable std::atomic<int> value_{0};
+  mutable std::atomic<bool> loaded_{false};
+};
+
+// Sets an IntVar for the lifetime of the scope, then restores it: `Scoped d(DEBUG, 4);`.
+class Scoped {
+ public:
+  Scoped(IntVar& var, int v) : var_(var), old_(var.value()) { var_.set(v); }
+  ~Scoped() { var_.set(old_); }
+  Scoped(const Scoped&) = delete;
+  Scoped& operator=(const Scoped&) = delete;
+
+ private:
+  IntVar& var_;
+  int old_;
+};
+
+extern IntVar DEBUG;       // 1..7: more detail about every realize and kernel
+extern IntVar BEAM;        // width of the kernel-optimization beam search (0 = heuristic)
+extern IntVar NOOPT;       // 1 = no kernel optimizations
+extern IntVar VIZ;         // 1 = serve the graph/rewrite viewer
+extern IntVar JIT;         // 0 = disable jit capture
+extern IntVar CACHELEVEL;  // 0 = no disk cache, 1 = cache compiled programs and BEAM results
+
+}  // namespace tg::env

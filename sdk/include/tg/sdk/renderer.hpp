@@ -1,0 +1,55 @@
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "tg/sdk/status.hpp"
+
+namespace tg {
+class UOp;  // core IR node (uop/uop.hpp); renderers read it, never own it
+}
+
+namespace tg::sdk {
+
+// What a device's code can do. Codegen reads these and only emits what is declared; the
+// conformance suite checks every claim. Plain data so it can be read across the boundary.
+struct RendererCaps {
+  uint32_t struct_size = sizeof(RendererCaps);
+  // Bit i set = scalar dtype i (tg::Scalar order, base/dtype.hpp) can be loaded, stored and computed.
+  uint64_t dtypes = 0;
+  // Bit i set = op i (tg::Ops order, uop/ops.hpp) is native; codegen decomposes the others
+  // (e.g. EXP2, LOG2, SIN into polynomials). 0 means "only the basic arithmetic".
+  uint64_t native_ops[4] = {0, 0, 0, 0};
+  uint32_t max_vector_width = 1;  // widest float vector the renderer can emit (1 = scalar only)
+  bool has_local = false;         // workgroups with local ids (GPU-style)
+  bool has_shared = false;        // DEFINE_LOCAL memory and BARRIER
+  bool has_threads = false;       // CPU-style parallel tasks over global[0] (THREAD opt)
+  uint32_t global_max[3] = {1, 1, 1};
+  uint32_t local_max[3] = {1, 1, 1};
+  uint32_t max_local_size = 1;       // threads per workgroup
+  uint32_t max_shared_bytes = 0;
+  uint32_t max_buffers = 0;          // buffer arguments per kernel (0 = unlimited)
+  uint32_t max_int_args = 0;         // integer arguments per kernel (0 = unlimited)
+  uint32_t thread_count = 1;         // parallel tasks the device runs at once (CPU cores)
+  bool supports_float_ints = true;   // e.g. int64 emulation not needed
+  char dialect[32] = {0};            // "c", "opencl", "glsl", "cuda", "metal"...: for logs and caches
+};
+
+inline bool has_dtype(const RendererCaps& c, unsigned scalar) { return (c.dtypes >> scalar) & 1u; }
+inline bool has_native_op(const RendererCaps& c, unsigned op) { return (c.native_ops[op / 64] >> (op % 64)) & 1u; }
+
+// Linear UOps -> device source. The core keeps every UOp alive for the duration of render().
+class Renderer {
+ public:
+  Renderer() = default;
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
+  virtual ~Renderer() = default;
+
+  // --- required ---
+  virtual const RendererCaps& caps() const noexcept = 0;
+  // uops is a linearized kernel (SINK last). The source must define a kernel named `name`.
+  virtual Status render(std::string_view name, std::span<const UOp* const> uops, Blob& source) noexcept = 0;
+};
+
+}  // namespace tg::sdk

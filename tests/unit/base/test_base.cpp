@@ -1,0 +1,54 @@
+#define BOOST_TEST_MODULE base
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/hash.hpp"
+#include "tg/sdk/status.hpp"
+
+BOOST_AUTO_TEST_CASE(error_message_names_the_op) {
+  tg::ShapeError e("reshape", "cannot reshape (3,4) to (5,)");
+  BOOST_TEST(std::string(e.what()) == "[reshape] cannot reshape (3,4) to (5,)");
+  BOOST_TEST(e.op() == "reshape");
+  BOOST_CHECK_THROW(throw tg::DeviceError("dev", "x"), tg::Error);
+}
+
+BOOST_AUTO_TEST_CASE(env_registry_reads_and_overrides) {
+  setenv("BEAM", "3", 1);
+  tg::env::IntVar beam("BEAM");
+  BOOST_TEST(beam.value() == 3);
+  {
+    tg::env::Scoped s(beam, 7);
+    BOOST_TEST(beam.value() == 7);
+  }
+  BOOST_TEST(beam.value() == 3);
+  BOOST_TEST(tg::env::get("TG_CACHE_DIR") == "~/.cache/tinygrad.cpp");
+  BOOST_CHECK_THROW(tg::env::raw("NOT_A_DECLARED_VAR"), tg::ValueError);
+  setenv("NOOPT", "yes", 1);
+  tg::env::IntVar noopt("NOOPT");
+  BOOST_CHECK_THROW(noopt.value(), tg::ValueError);
+}
+
+BOOST_AUTO_TEST_CASE(hash_is_stable) {
+  // XXH3-64 of the empty input with seed 0 is a published constant.
+  BOOST_TEST(tg::hash_bytes("", 0) == 0x2D06800538D394C2ull);
+  BOOST_TEST(tg::hash_str("abc") != tg::hash_str("abd"));
+  BOOST_TEST(tg::hash_hex("abc").size() == 32u);
+}
+
+BOOST_AUTO_TEST_CASE(status_and_blob) {
+  tg::sdk::Status ok;
+  BOOST_TEST(ok.ok());
+  tg::sdk::Status bad(tg::sdk::Code::compile_error, "line 1: error");
+  BOOST_TEST(!bad.ok());
+  BOOST_TEST(bad.message() == "line 1: error");
+  tg::sdk::Blob b;
+  b.assign(std::string_view("hello"));
+  b.append(" world");
+  BOOST_TEST(b.text() == "hello world");
+  auto s = tg::sdk::guard([]() -> tg::sdk::Status { throw std::runtime_error("boom"); });
+  BOOST_TEST((s.code() == tg::sdk::Code::runtime_error));
+  BOOST_TEST(s.message() == "boom");
+}
