@@ -1,0 +1,206 @@
+#pragma once
+// UOp: an immutable {op, dtype, src, arg} node. Every UOp is hash-consed through a thread-safe intern
+// table, so structurally equal graphs are the same object and equality is a pointer compare. Nodes are
+// reference counted (UOpRef) and leave the table when the last reference goes.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "base/dtype.hpp"
+#include "uop/ops.hpp"
+
+namespace tg {
+
+class UOp;
+class UOpRef;
+
+// ---- typed args ----
+using IntVec = std::vector<int64_t>;
+using IntPairs = std::vector<std::pair<int64_t, int64_t>>;
+
+enum class AxisType : uint8_t { GLOBAL, LOCAL, LOOP, THREAD, GROUP_REDUCE, REDUCE, UPCAST, UNROLL, OUTER };
+std::string_view axis_type_name(AxisType t);
+
+struct AxisArg {  // RANGE
+  int64_t id = 0;
+  AxisType type = AxisType::LOOP;
+  friend bool operator==(const AxisArg&, const AxisArg&) = default;
+};
+struct ReduceArg {  // REDUCE_AXIS
+  Ops op = Ops::ADD;  // ADD, MUL or MAX
+  IntVec axes;
+  friend bool operator==(const ReduceArg&, const ReduceArg&) = default;
+};
+struct VarArg {  // DEFINE_VAR
+  std::string name;
+  int64_t min = 0, max = 0;
+  friend bool operator==(const VarArg&, const VarArg&) = default;
+};
+// Payloads owned by later stages (kernel info, opts...): compared and hashed structurally.
+class OpaqueArg {
+ public:
+  virtual ~OpaqueArg() = default;
+  virtual uint64_t hash() const = 0;
+  virtual bool equals(const OpaqueArg& o) const = 0;
+  virtual std::string str() const = 0;
+};
+using OpaquePtr = std::shared_ptr<const OpaqueArg>;
+
+// CONST values: bool, integers as int64_t (uint64 values keep their bit pattern), floats as double.
+using ConstValue = std::variant<bool, int64_t, double>;
+using Arg = std::variant<std::monostate, bool, int64_t, double, std::string, IntVec, IntPairs, AxisArg, ReduceArg,
+                         VarArg, Ops, OpaquePtr>;
+
+uint64_t hash_arg(const Arg& a);
+bool arg_equal(const Arg& a, const Arg& b);  // OpaquePtr compares by equals(), the rest by value
+std::string arg_str(const Arg& a);
+
+// ---- the handle ----
+// Intrusive reference to an interned UOp. == is identity (which is structural equality).
+class UOpRef {
+ public:
+  UOpRef() noexcept = default;
+  UOpRef(std::nullptr_t) noexcept {}
+  explicit UOpRef(const UOp* p) noexcept;  // adds a reference
+  UOpRef(const UOpRef& o) noexcept;
+  UOpRef(UOpRef&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  UOpRef& operator=(const UOpRef& o) noexcept;
+  UOpRef& operator=(UOpRef&& o) noexcept;
+  ~UOpRef();
+
+  const UOp* get() const noexcept { return p_; }
+  const UOp* operator->() const noexcept { return p_; }
+  const UOp& operator*() const noexcept { return *p_; }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+  friend bool operator==(const UOpRef& a, const UOpRef& b) noexcept { return a.p_ == b.p_; }
+  friend bool operator==(const UOpRef& a, std::nullptr_t) noexcept { return a.p_ == nullptr; }
+
+ private:
+  const UOp* p_ = nullptr;
+};
+
+// ---- the node ----
+class UOp {
+ public:
+  UOp(const UOp&) = delete;
+  UOp& operator=(const UOp&) = delete;
+
+  // The only constructor: returns the interned node equal to {op, dtype, src, arg}.
+  static UOpRef make(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg arg = {});
+  // CONST of dtype (a vector dtype broadcasts the value); value is converted to the dtype's kind.
+  static UOpRef const_(DType dtype, ConstValue v);
+  static UOpRef const_(DType dtype, double v);  // convenience: ints/bools truncate/convert
+  static UOpRef variable(std::string name, int64_t min, int64_t max, DType dtype = dtypes::index);
+  static UOpRef range(const UOpRef& end, int64_t id, AxisType type = AxisType::LOOP);
+  static UOpRef sink(std::vector<UOpRef> srcs);
+
+  Ops op() const noexcept { return op_; }
+  DType dtype() const noexcept { return dtype_; }
+  std::span<const UOpRef> src() const noexcept { return src_; }
+  const UOpRef& src(size_t i) const { return src_.at(i); }
+  const Arg& arg() const noexcept { return arg_; }
+  template <typename T>
+  const T& arg_as() const;  // throws ValueError naming the op if arg does not hold a T
+  uint64_t hash() const noexcept { return hash_; }
+  UOpRef ref() const noexcept { return UOpRef(this); }
+
+  // Copies with one field changed (interned).
+  UOpRef with_src(std::vector<UOpRef> src) const;
+  UOpRef with_arg(Arg arg) const;
+  UOpRef with_dtype(DType d) const;
+
+  // ---- building (dtype rules: comparisons give bool, the rest keep the first operand's dtype) ----
+  UOpRef alu(Ops op, std::span<const UOpRef> others = {}) const;
+  UOpRef alu(Ops op, const UOpRef& b) const;
+  UOpRef alu(Ops op, const UOpRef& b, const UOpRef& c) const;
+  UOpRef cast(DType d) const;
+  UOpRef bitcast(DType d) const;
+  UOpRef lt(const UOpRef& b) const;  // CMPLT
+  UOpRef ne(const UOpRef& b) const;  // CMPNE
+  UOpRef eq(const UOpRef& b) const;  // CMPEQ
+  UOpRef where(const UOpRef& a, const UOpRef& b) const;  // this ? a : b
+  UOpRef maximum(const UOpRef& b) const;
+  UOpRef const_like(ConstValue v) const;  // CONST with this node's dtype
+
+  // ---- inspecting ----
+  bool is_const() const noexcept { return op_ == Ops::CONST; }
+  const ConstValue* const_value() const noexcept;  // non-null for CONST
+  // Every node reachable from this one, each once, sources before users (this node last).
+  std::vector<const UOp*> toposort() const;
+  // Replaces nodes by map (keys and values interned): rebuilds only what changed.
+  UOpRef substitute(const std::unordered_map<const UOp*, UOpRef>& map) const;
+  // Integer range analysis: proven bounds of the value (bools as 0/1, floats unbounded as ±inf).
+  ConstValue vmin() const;
+  ConstValue vmax() const;
+  // Runs the symbolic simplifier (uop/symbolic.hpp) over this graph.
+  UOpRef simplify() const;
+  // One-line summary: "UOp(Ops.ADD, dtypes.int, arg=None, src=(...))" without children.
+  std::string str() const;
+
+  ~UOp();
+
+ private:
+  friend class UOpRef;
+  friend class UOpTable;
+  UOp(Ops op, DType dtype, std::vector<UOpRef> src, Arg arg, uint64_t hash);
+
+  Ops op_;
+  DType dtype_;
+  std::vector<UOpRef> src_;
+  Arg arg_;
+  uint64_t hash_;
+  mutable std::atomic<uint32_t> refs_{0};
+  mutable std::atomic<uint8_t> range_cached_{0};  // vmin/vmax memo, filled by range analysis
+  mutable ConstValue vmin_{int64_t{0}}, vmax_{int64_t{0}};
+};
+
+// Number of live interned UOps (for tests and the benchmark).
+size_t live_uop_count();
+
+// ---- operators that read like the algebra: a + b, x * 4, -x ... ----
+UOpRef operator+(const UOpRef& a, const UOpRef& b);
+UOpRef operator*(const UOpRef& a, const UOpRef& b);
+UOpRef operator-(const UOpRef& a, const UOpRef& b);  // a + (-b)
+UOpRef operator-(const UOpRef& a);                   // NEG
+UOpRef operator/(const UOpRef& a, const UOpRef& b);  // IDIV for ints, FDIV for floats
+UOpRef operator%(const UOpRef& a, const UOpRef& b);
+UOpRef operator&(const UOpRef& a, const UOpRef& b);
+UOpRef operator|(const UOpRef& a, const UOpRef& b);
+UOpRef operator^(const UOpRef& a, const UOpRef& b);
+UOpRef operator<<(const UOpRef& a, const UOpRef& b);
+UOpRef operator>>(const UOpRef& a, const UOpRef& b);
+// Mixed with plain numbers: the number becomes a CONST of the UOp's dtype.
+#define TG_UOP_SCALAR_OPS(OP)                                                   \
+  UOpRef operator OP(const UOpRef& a, int64_t b);                               \
+  UOpRef operator OP(int64_t a, const UOpRef& b);                               \
+  UOpRef operator OP(const UOpRef& a, double b);                                \
+  UOpRef operator OP(double a, const UOpRef& b);                                \
+  inline UOpRef operator OP(const UOpRef& a, int b) { return a OP int64_t{b}; } \
+  inline UOpRef operator OP(int a, const UOpRef& b) { return int64_t{a} OP b; }
+TG_UOP_SCALAR_OPS(+)
+TG_UOP_SCALAR_OPS(*)
+TG_UOP_SCALAR_OPS(-)
+TG_UOP_SCALAR_OPS(/)
+TG_UOP_SCALAR_OPS(%)
+#undef TG_UOP_SCALAR_OPS
+
+[[noreturn]] void throw_bad_arg(Ops op);
+template <typename T>
+const T& UOp::arg_as() const {
+  if (const T* p = std::get_if<T>(&arg_)) return *p;
+  throw_bad_arg(op_);
+}
+
+}  // namespace tg
+
+template <>
+struct std::hash<tg::UOpRef> {
+  size_t operator()(const tg::UOpRef& u) const noexcept { return std::hash<const void*>()(u.get()); }
+};
