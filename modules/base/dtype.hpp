@@ -2,6 +2,7 @@
 // Data types: scalars, vectors (float.vec(4)) and pointers (global/local/register address space),
 // with tinygrad's promotion lattice.
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <span>
 #include <string>
@@ -62,6 +63,8 @@ class DType {
   int64_t ptr_size_ = -1;
 };
 
+std::ostream& operator<<(std::ostream& os, DType d);  // d.str()
+
 namespace dtypes {
 inline constexpr DType void_{Scalar::VOID}, bool_{Scalar::BOOL}, int8{Scalar::INT8}, uint8{Scalar::UINT8},
     int16{Scalar::INT16}, uint16{Scalar::UINT16}, int32{Scalar::INT32}, uint32{Scalar::UINT32},
@@ -76,10 +79,19 @@ DType least_upper(std::span<const DType> ds);
 inline DType least_upper(DType a, DType b) { const DType ds[] = {a, b}; return least_upper(ds); }
 // The float type an op that needs floats (exp, division) computes in: least_upper(d, default_float).
 DType least_upper_float(DType d);
-// Accumulator type for sum: ints widen to (u)int32 at least, half stays half... as tinygrad's sum_acc_dtype.
+// Accumulator type for sum, as tinygrad: ints widen to (u)int32 at least, floats to float32 at least.
 DType sum_acc_dtype(DType d);
+// Python-like weak scalar constants: int_tensor * 2 stays int, half_tensor * 2.5 stays half, int * 2.5 goes
+// to default_float and bool * 2 to default_int (tinygrad's weakint/weakfloat lattice positions).
+enum class WeakKind : uint8_t { BOOL, INT, FLOAT };
+DType least_upper_weak(DType d, WeakKind scalar);
 std::optional<DType> from_name(std::string_view name);  // "float32", "float", "half", "int64"...
 std::span<const DType> all_scalars();                   // every concrete scalar (no VOID/INDEX)
+// Value conversion as the hardware does it, for constant folding and CONST canonicalization:
+// round v to float type d (half, bfloat16, fp8: round to nearest even, overflow to inf/max as tinygrad),
+double truncate_float(DType d, double v);
+// and wrap v to integer type d's width (two's complement; uint64 keeps its bit pattern, INDEX is int64).
+int64_t wrap_int(DType d, int64_t v);
 }  // namespace dtypes
 
 }  // namespace tg

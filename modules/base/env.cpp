@@ -19,11 +19,13 @@ constexpr std::array kVars = {
     VarInfo{"VIZ", "0", "1 = serve the graph and rewrite viewer on localhost"},
     VarInfo{"JIT", "1", "0 = run jitted functions eagerly every call"},
     VarInfo{"DEV", "", "device to use: NAME[:index][:renderer[:arch]]; NAME=1 (e.g. CLANG=1) is a shorthand"},
+    VarInfo{"SPEC", "", "1 = check each stage's graph against the IR spec, 0 = never (default: on in debug builds)"},
     VarInfo{"CACHELEVEL", "1", "0 = no on-disk cache of compiled programs and BEAM results"},
     VarInfo{"TG_PLUGIN_PATH", "", "':'-separated plugin files or directories searched before the installed ones"},
     VarInfo{"TG_CACHE_DIR", "~/.cache/tinygrad.cpp", "where the compile and BEAM caches live"},
     VarInfo{"TG_CLANG", "clang", "clang binary the CLANG device uses when libclang-cpp is not available"},
     VarInfo{"TG_CLANG_FLAGS", "", "extra flags for the CLANG device's compiler (part of its cache key)"},
+    VarInfo{"TG_CLANG_INPROCESS", "1", "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist", "folder with the Fashion-MNIST idx files"},
 };
 }  // namespace

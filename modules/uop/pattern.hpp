@@ -12,7 +12,6 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +40,7 @@ class UPat {
  public:
   UPat() = default;  // matches anything, captures nothing
   // Full form: ops (empty set = any), dtypes, sources (nullopt = any), arg (nullopt = any), capture name.
-  UPat(OpSet ops, DTypeSet dtypes, std::optional<std::vector<UPat>> src = std::nullopt,
+  UPat(OpSet ops, DTypeSet dtypes = {}, std::optional<std::vector<UPat>> src = std::nullopt,
        std::optional<Arg> arg = std::nullopt, std::string name = "");
   UPat(Ops op, std::optional<std::vector<UPat>> src = std::nullopt, std::optional<Arg> arg = std::nullopt,
        std::string name = "");
@@ -49,7 +48,7 @@ class UPat {
   static UPat var(std::string name = "", DTypeSet dtypes = {});   // any node
   static UPat cvar(std::string name = "", DTypeSet dtypes = {});  // any CONST (also vector-broadcast CONST)
   static UPat cnst(ConstValue v, DTypeSet dtypes = {});            // a CONST equal to v
-  static UPat op(OpSet ops, std::vector<UPat> src = {}, std::string name = "");  // exact sources, in order
+  static UPat op(OpSet ops, std::vector<UPat> src = {}, std::string name = "");  // in order; {} = any
   static UPat any(std::vector<UPat> alternatives);                // first alternative that matches
 
   UPat named(std::string name) const;
@@ -78,7 +77,7 @@ class UPat {
 
 UPat operator+(const UPat& a, const UPat& b);
 UPat operator*(const UPat& a, const UPat& b);
-UPat operator-(const UPat& a);  // NEG
+UPat operator-(const UPat& a);  // x * -1, the form UOpRef's unary minus builds
 UPat operator/(const UPat& a, const UPat& b);  // IDIV
 UPat operator%(const UPat& a, const UPat& b);
 UPat operator&(const UPat& a, const UPat& b);
@@ -97,6 +96,9 @@ TG_UPAT_SCALAR_OPS(/)
 TG_UPAT_SCALAR_OPS(%)
 TG_UPAT_SCALAR_OPS(&)
 TG_UPAT_SCALAR_OPS(|)
+TG_UPAT_SCALAR_OPS(^)
+TG_UPAT_SCALAR_OPS(<<)
+TG_UPAT_SCALAR_OPS(>>)
 #undef TG_UPAT_SCALAR_OPS
 
 // Captures of one successful match, plus the rewrite context.
@@ -121,10 +123,19 @@ class Match {
 // A rule's action: the replacement, or a null UOpRef for "no change".
 using RewriteFn = std::function<UOpRef(Match&)>;
 
+// Where a rule was written (std::source_location is missing from clang 14 with libstdc++ 12).
+struct SourceLoc {
+  const char* file = "";
+  int line = 0;
+  static constexpr SourceLoc current(const char* f = __builtin_FILE(), int l = __builtin_LINE()) {
+    return {f, l};
+  }
+};
+
 struct Rule {
   UPat pat;
   RewriteFn fn;
-  std::source_location where = std::source_location::current();  // shown by DEBUG/VIZ
+  SourceLoc where = SourceLoc::current();  // shown by DEBUG/VIZ
 };
 
 class PatternMatcher {

@@ -3,11 +3,14 @@
 // table, so structurally equal graphs are the same object and equality is a pointer compare. Nodes are
 // reference counted (UOpRef) and leave the table when the last reference goes.
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -83,6 +86,7 @@ class UOpRef {
   friend bool operator==(const UOpRef& a, std::nullptr_t) noexcept { return a.p_ == nullptr; }
 
  private:
+  friend class UOpTable;
   const UOp* p_ = nullptr;
 };
 
@@ -97,6 +101,11 @@ class UOp {
   // CONST of dtype (a vector dtype broadcasts the value); value is converted to the dtype's kind.
   static UOpRef const_(DType dtype, ConstValue v);
   static UOpRef const_(DType dtype, double v);  // convenience: ints/bools truncate/convert
+  template <std::integral T>  // exact for every integer (an int64 through double would lose bits)
+  static UOpRef const_(DType dtype, T v) {
+    if constexpr (std::is_same_v<T, bool>) return const_(dtype, ConstValue{v});
+    else return const_(dtype, ConstValue{static_cast<int64_t>(v)});
+  }
   static UOpRef variable(std::string name, int64_t min, int64_t max, DType dtype = dtypes::index);
   static UOpRef range(const UOpRef& end, int64_t id, AxisType type = AxisType::LOOP);
   static UOpRef sink(std::vector<UOpRef> srcs);
@@ -141,7 +150,11 @@ class UOp {
   ConstValue vmax() const;
   // Runs the symbolic simplifier (uop/symbolic.hpp) over this graph.
   UOpRef simplify() const;
-  // One-line summary: "UOp(Ops.ADD, dtypes.int, arg=None, src=(...))" without children.
+  // Shape of a tensor-level node (movement, ALU, REDUCE_AXIS, BUFFER, CONST with a view...): computed once
+  // by the rules in uop/shape.cpp and cached in the node. nullptr for nodes without a shape (kernel level).
+  // Throws ShapeError naming the op for an inconsistent graph.
+  const IntVec* shape() const;
+  // One line: "UOp(Ops.ADD, dtypes.int, arg=None, src=(Ops.DEFINE_VAR, Ops.CONST))" (trees: print.hpp).
   std::string str() const;
 
   ~UOp();
@@ -149,6 +162,7 @@ class UOp {
  private:
   friend class UOpRef;
   friend class UOpTable;
+  friend class RangeAnalysis;  // uop/range.cpp fills the vmin/vmax memo
   UOp(Ops op, DType dtype, std::vector<UOpRef> src, Arg arg, uint64_t hash);
 
   Ops op_;
@@ -159,7 +173,12 @@ class UOp {
   mutable std::atomic<uint32_t> refs_{0};
   mutable std::atomic<uint8_t> range_cached_{0};  // vmin/vmax memo, filled by range analysis
   mutable ConstValue vmin_{int64_t{0}}, vmax_{int64_t{0}};
+  ConstValue cval_{int64_t{0}};  // the value of a CONST (arg converted), so const_value() can point at it
+  mutable std::atomic<std::shared_ptr<const IntVec>> shape_{};  // filled by shape()
+  mutable std::atomic<bool> shape_done_{false};
 };
+
+std::ostream& operator<<(std::ostream& os, const UOpRef& u);  // u->str(), or "nullptr"
 
 // Number of live interned UOps (for tests and the benchmark).
 size_t live_uop_count();
@@ -168,7 +187,7 @@ size_t live_uop_count();
 UOpRef operator+(const UOpRef& a, const UOpRef& b);
 UOpRef operator*(const UOpRef& a, const UOpRef& b);
 UOpRef operator-(const UOpRef& a, const UOpRef& b);  // a + (-b)
-UOpRef operator-(const UOpRef& a);                   // NEG
+UOpRef operator-(const UOpRef& a);                   // a * -1 as tinygrad (bool: logical not)
 UOpRef operator/(const UOpRef& a, const UOpRef& b);  // IDIV for ints, FDIV for floats
 UOpRef operator%(const UOpRef& a, const UOpRef& b);
 UOpRef operator&(const UOpRef& a, const UOpRef& b);

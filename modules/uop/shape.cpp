@@ -1,0 +1,187 @@
+// Shape rules for tensor-level UOps (docs/ir-stages.md, stage 1). Kernel-level nodes have no shape.
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "uop/uop.hpp"
+
+namespace tg {
+
+namespace {
+
+std::string shape_str(const IntVec& s) {
+  if (s.size() == 1) return fmt::format("({},)", s[0]);
+  return fmt::format("({})", fmt::join(s, ","));
+}
+
+std::string lower_name(Ops op) {
+  std::string s(op_name(op));
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+[[noreturn]] void fail(Ops op, const std::string& what) { throw ShapeError(lower_name(op), what); }
+
+int64_t prod(const IntVec& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+IntVec reshape_rule(const UOp& u, const IntVec& in) {
+  const IntVec& out = u.arg_as<IntVec>();
+  if (std::any_of(out.begin(), out.end(), [](int64_t d) { return d < 0; }) || prod(out) != prod(in))
+    fail(u.op(), fmt::format("cannot reshape {} to {}", shape_str(in), shape_str(out)));
+  return out;
+}
+
+IntVec expand_rule(const UOp& u, const IntVec& in) {
+  const IntVec& out = u.arg_as<IntVec>();
+  bool ok = out.size() == in.size();
+  for (size_t i = 0; ok && i < in.size(); i++) ok = out[i] >= 0 && (in[i] == out[i] || in[i] == 1);
+  if (!ok) fail(u.op(), fmt::format("cannot expand {} to {}", shape_str(in), shape_str(out)));
+  return out;
+}
+
+IntVec permute_rule(const UOp& u, const IntVec& in) {
+  const IntVec& order = u.arg_as<IntVec>();
+  std::vector<bool> seen(in.size(), false);
+  bool ok = order.size() == in.size();
+  for (size_t i = 0; ok && i < order.size(); i++) {
+    ok = order[i] >= 0 && order[i] < static_cast<int64_t>(in.size()) && !seen[order[i]];
+    if (ok) seen[order[i]] = true;
+  }
+  if (!ok)
+    fail(u.op(), fmt::format("{} is not a permutation of the {} axes of {}", shape_str(order), in.size(),
+                             shape_str(in)));
+  IntVec out(in.size());
+  for (size_t i = 0; i < in.size(); i++) out[i] = in[order[i]];
+  return out;
+}
+
+IntVec pad_shrink_rule(const UOp& u, const IntVec& in) {
+  const IntPairs& p = u.arg_as<IntPairs>();
+  const char* kind = u.op() == Ops::PAD ? "padding" : "shrink bounds";
+  if (p.size() != in.size())
+    fail(u.op(), fmt::format("{} {} given for the {}-d shape {}", p.size(), kind, in.size(), shape_str(in)));
+  IntVec out(in.size());
+  for (size_t i = 0; i < in.size(); i++) {
+    auto [a, b] = p[i];
+    bool ok = u.op() == Ops::PAD ? (a >= 0 && b >= 0) : (0 <= a && a <= b && b <= in[i]);
+    if (!ok) fail(u.op(), fmt::format("bad {} ({},{}) for axis {} of {}", kind, a, b, i, shape_str(in)));
+    out[i] = u.op() == Ops::PAD ? in[i] + a + b : b - a;
+  }
+  return out;
+}
+
+IntVec flip_rule(const UOp& u, const IntVec& in) {
+  const IntVec& f = u.arg_as<IntVec>();
+  if (f.size() != in.size() || std::any_of(f.begin(), f.end(), [](int64_t x) { return x != 0 && x != 1; }))
+    fail(u.op(), fmt::format("flip mask {} does not fit {}", shape_str(f), shape_str(in)));
+  return in;
+}
+
+IntVec reduce_rule(const UOp& u, const IntVec& in) {
+  IntVec out = in;
+  for (int64_t a : u.arg_as<ReduceArg>().axes) {
+    if (a < 0 || a >= static_cast<int64_t>(in.size()))
+      fail(u.op(), fmt::format("axis {} is out of range for {}", a, shape_str(in)));
+    out[a] = 1;
+  }
+  return out;
+}
+
+IntVec bitcast_rule(const UOp& u, const IntVec& in) {
+  size_t from = u.src(0)->dtype().itemsize(), to = u.dtype().itemsize();
+  if (from == to) return in;
+  if (in.empty() || (in.back() * static_cast<int64_t>(from)) % static_cast<int64_t>(to) != 0)
+    fail(u.op(), fmt::format("cannot bitcast {} {} to {}: the last axis must hold whole elements",
+                             shape_str(in), u.src(0)->dtype().name(), u.dtype().name()));
+  IntVec out = in;
+  out.back() = out.back() * static_cast<int64_t>(from) / static_cast<int64_t>(to);
+  return out;
+}
+
+// All sources must have equal shapes; a source without a shape means this is a kernel-level node.
+std::shared_ptr<const IntVec> same_shape_rule(const UOp& u) {
+  const IntVec* first = nullptr;
+  for (const UOpRef& s : u.src()) {
+    const IntVec* sh = s->shape();
+    if (sh == nullptr) return nullptr;
+    if (first == nullptr)
+      first = sh;
+    else if (*sh != *first)
+      fail(u.op(), fmt::format("sources have different shapes {} and {}", shape_str(*first), shape_str(*sh)));
+  }
+  return first ? std::make_shared<const IntVec>(*first) : std::make_shared<const IntVec>();
+}
+
+std::shared_ptr<const IntVec> compute_shape(const UOp& u) {
+  auto from_src0 = [&](auto rule) -> std::shared_ptr<const IntVec> {
+    if (u.src().empty()) return nullptr;
+    const IntVec* in = u.src(0)->shape();
+    if (in == nullptr) return nullptr;
+    return std::make_shared<const IntVec>(rule(u, *in));
+  };
+  auto same = [](const UOp&, const IntVec& in) { return in; };
+  switch (u.op()) {
+    case Ops::BUFFER:
+      return std::make_shared<const IntVec>(IntVec{u.arg_as<int64_t>()});
+    case Ops::BUFFER_VIEW:
+      if (auto* v = std::get_if<IntVec>(&u.arg()); v && !v->empty())
+        return std::make_shared<const IntVec>(IntVec{(*v)[0]});
+      return std::make_shared<const IntVec>(IntVec{u.arg_as<IntPairs>().at(0).first});
+    case Ops::CONST:
+    case Ops::DEFINE_VAR:
+    case Ops::BIND:
+      return std::make_shared<const IntVec>();
+    case Ops::RESHAPE:
+      return from_src0(reshape_rule);
+    case Ops::EXPAND:
+      return from_src0(expand_rule);
+    case Ops::PERMUTE:
+      return from_src0(permute_rule);
+    case Ops::PAD:
+    case Ops::SHRINK:
+      return from_src0(pad_shrink_rule);
+    case Ops::FLIP:
+      return from_src0(flip_rule);
+    case Ops::REDUCE_AXIS:
+      return from_src0(reduce_rule);
+    case Ops::BITCAST:
+      return from_src0(bitcast_rule);
+    case Ops::CAST:
+    case Ops::COPY:
+    case Ops::CONTIGUOUS:
+    case Ops::DETACH:
+    case Ops::AFTER:
+    case Ops::NOOP:
+      return from_src0(same);
+    case Ops::ASSIGN:
+      return same_shape_rule(u);
+    default:
+      break;
+  }
+  if (group::ALU.contains(u.op())) return same_shape_rule(u);
+  return nullptr;  // graph structure (SINK, DEVICE, UNIQUE, KERNEL) and kernel-level nodes
+}
+
+}  // namespace
+
+const IntVec* UOp::shape() const {
+  if (!shape_done_.load(std::memory_order_acquire)) {
+    std::shared_ptr<const IntVec> s = compute_shape(*this);
+    std::shared_ptr<const IntVec> expected;
+    // The first stored result wins, so a pointer handed out earlier stays valid.
+    shape_.compare_exchange_strong(expected, std::move(s));
+    shape_done_.store(true, std::memory_order_release);
+  }
+  return shape_.load(std::memory_order_acquire).get();
+}
+
+}  // namespace tg
