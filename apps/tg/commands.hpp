@@ -1,0 +1,13 @@
+#pragma once
+// Subcommands of the tg executable. Each takes the arguments after its name and returns the exit code.
+#include <span>
+#include <string_view>
+
+namespace tg::cli {
+
+using Args = std::span<const std::string_view>;
+
+int devices(Args args);
+int env(Args args);
+
+}  // namespace tg::cli

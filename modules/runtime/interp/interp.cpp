@@ -1,0 +1,166 @@
+// The INTERP device: host allocator, text "renderer", checking "compiler" and the program runner.
+#include "runtime/interp/interp.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "runtime/builtins.hpp"
+#include "runtime/interp/program.hpp"
+
+namespace tg::interp {
+
+namespace {
+using namespace tg::sdk;
+
+constexpr std::align_val_t kAlign{64};
+
+// A handle: host bytes, owned unless it is a view made by offset().
+struct HostBuffer {
+  std::byte* data;
+  size_t nbytes;
+  bool owned;
+};
+
+HostBuffer* buf(Handle h) { return static_cast<HostBuffer*>(h); }
+
+class InterpAllocator final : public Allocator {
+ public:
+  Status alloc(size_t nbytes, const AllocOptions&, Handle* out) noexcept override {
+    return guard([&] {
+      auto* p = static_cast<std::byte*>(::operator new(std::max<size_t>(nbytes, 1), kAlign));
+      std::memset(p, 0, nbytes);
+      *out = new HostBuffer{p, nbytes, true};
+    });
+  }
+  void free(Handle h, size_t, const AllocOptions&) noexcept override {
+    if (h == nullptr) return;
+    if (buf(h)->owned) ::operator delete(buf(h)->data, kAlign);
+    delete buf(h);
+  }
+  Status copyin(Handle dst, std::span<const std::byte> src) noexcept override {
+    if (src.size() > buf(dst)->nbytes) return {Code::invalid_argument, "copyin larger than the buffer"};
+    if (!src.empty()) std::memcpy(buf(dst)->data, src.data(), src.size());
+    return {};
+  }
+  Status copyout(std::span<std::byte> dst, Handle src) noexcept override {
+    if (dst.size() > buf(src)->nbytes) return {Code::invalid_argument, "copyout larger than the buffer"};
+    if (!dst.empty()) std::memcpy(dst.data(), buf(src)->data, dst.size());
+    return {};
+  }
+  size_t alignment() const noexcept override { return 64; }
+  Status offset(Handle b, size_t off, size_t size, Handle* out) noexcept override {
+    if (off + size > buf(b)->nbytes) return {Code::invalid_argument, "view past the end of the buffer"};
+    return guard([&] { *out = new HostBuffer{buf(b)->data + off, size, false}; });
+  }
+  void free_view(Handle view) noexcept override { delete buf(view); }
+  Status transfer(Handle dst, Handle src, size_t nbytes) noexcept override {
+    if (nbytes > buf(dst)->nbytes || nbytes > buf(src)->nbytes)
+      return {Code::invalid_argument, "transfer past the end"};
+    if (nbytes != 0) std::memmove(buf(dst)->data, buf(src)->data, nbytes);
+    return {};
+  }
+  void* as_host(Handle h) noexcept override { return buf(h)->data; }
+};
+
+class InterpRenderer final : public Renderer {
+ public:
+  const RendererCaps& caps() const noexcept override { return caps_; }
+  Status render(std::string_view name, std::span<const UOp* const> uops, Blob& source) noexcept override {
+    return guard([&] { source.assign(serialize(name, uops)); });
+  }
+
+ private:
+  RendererCaps caps_ = interp_caps();
+};
+
+struct InterpCompiler final : Compiler {
+  std::string_view cache_key() const noexcept override { return "interp-1"; }
+  Status compile(std::string_view source, Blob& binary) noexcept override {
+    try {
+      (void)parse(source);
+      binary.assign(source);
+      return {};
+    } catch (const std::exception& e) {
+      return {Code::compile_error, e.what()};
+    }
+  }
+};
+
+class InterpProgram final : public sdk::Program {
+ public:
+  explicit InterpProgram(interp::Program p) : p_(std::move(p)) {}
+  Status launch(std::span<const Handle> bufs, std::span<const int64_t> vals, const LaunchDims& dims, bool,
+                double* seconds) noexcept override {
+    return guard([&] {
+      std::vector<Memory> mems;
+      for (Handle h : bufs) {
+        if (h == nullptr) throw ValueError("INTERP", fmt::format("kernel {}: null buffer argument", p_.name));
+        mems.push_back({buf(h)->data, buf(h)->nbytes});
+      }
+      Timer t;
+      execute(p_, mems, vals, dims);
+      if (seconds != nullptr) *seconds = t.seconds();
+    });
+  }
+
+ private:
+  interp::Program p_;
+};
+
+class InterpDevice final : public Device {
+ public:
+  static constexpr int32_t priority = 0;  // the last resort among usable devices
+  static Status probe() { return {}; }
+  explicit InterpDevice(int32_t) {}
+  Allocator& allocator() noexcept override { return allocator_; }
+  Renderer& renderer() noexcept override { return renderer_; }
+  Compiler& compiler() noexcept override { return compiler_; }
+  Status load(std::string_view name, std::span<const std::byte> binary,
+              sdk::Program** out) noexcept override {
+    return guard([&] {
+      interp::Program p =
+          parse(std::string_view(reinterpret_cast<const char*>(binary.data()), binary.size()));
+      if (p.name != name)
+        throw ValueError("INTERP", fmt::format("the binary holds kernel '{}', not '{}'", p.name, name));
+      *out = new InterpProgram(std::move(p));
+    });
+  }
+  Status synchronize() noexcept override { return {}; }
+  std::string_view description() const noexcept override {
+    return "reference interpreter of linear UOps on the host (slow, exact semantics)";
+  }
+
+ private:
+  InterpAllocator allocator_;
+  InterpRenderer renderer_;
+  InterpCompiler compiler_;
+};
+
+}  // namespace
+
+sdk::RendererCaps interp_caps() {
+  RendererCaps c;
+  for (int s = 1; s < static_cast<int>(Scalar::INDEX); s++) c.dtypes |= uint64_t{1} << s;
+  group::ALU.for_each(
+      [&](Ops o) { c.native_ops[static_cast<int>(o) / 64] |= uint64_t{1} << (static_cast<int>(o) % 64); });
+  c.max_vector_width = 16;
+  c.has_local = c.has_shared = true;
+  for (int i = 0; i < 3; i++) c.global_max[i] = 0x7fffffff;
+  c.local_max[0] = c.local_max[1] = 1024, c.local_max[2] = 64;
+  c.max_local_size = 1024, c.max_shared_bytes = 1u << 16;
+  std::strncpy(c.dialect, "interp", sizeof c.dialect - 1);
+  return c;
+}
+
+sdk::Device* create_interp_device() { return new InterpDevice(0); }
+
+}  // namespace tg::interp
+
+namespace tg::runtime {
+const tg_plugin_descriptor interp_device_descriptor = builtin_descriptor<interp::InterpDevice>("INTERP");
+}

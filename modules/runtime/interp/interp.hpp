@@ -1,0 +1,20 @@
+#pragma once
+// INTERP: the built-in reference device. Its renderer writes the linear program as text
+// (interp/program.hpp), its compiler checks that text, and its programs run it uop by uop over host
+// memory with the exact semantics of interp/values.hpp. Slow, simple, and what every device is
+// compared against.
+#include "tg/sdk/device.hpp"
+#include "tg/sdk/plugin.hpp"
+
+namespace tg::interp {
+
+// Every dtype and op natively, workgroups (gidx/lidx, run in lock-step), no threads.
+sdk::RendererCaps interp_caps();
+// A new INTERP device; the caller owns it.
+sdk::Device* create_interp_device();
+
+}  // namespace tg::interp
+
+namespace tg::runtime {
+extern const tg_plugin_descriptor interp_device_descriptor;  // listed in builtins.cpp
+}

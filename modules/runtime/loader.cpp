@@ -1,0 +1,225 @@
+#include "runtime/loader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <boost/dll/library_info.hpp>
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include "base/log.hpp"
+
+namespace tg::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr std::string_view kNotPlugin = "not a tinygrad.cpp plugin: ";
+
+std::optional<int> parse_int(std::string_view s) {
+  int v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+bool is_plugin_file_name(const fs::path& p) {
+  std::string n = p.filename().string();
+  return n.size() > 9 && n.starts_with("libtg-") && n.ends_with(".so");
+}
+
+// Boost wraps the dynamic loader's message in "...(dlerror system message: <msg>): <errno text>".
+std::string_view dlerror_of(std::string_view what) {
+  constexpr std::string_view key = "dlerror system message: ";
+  size_t start = what.find(key), end = what.rfind(')');
+  if (start == std::string_view::npos || end == std::string_view::npos || end < start) return what;
+  return what.substr(start + key.size(), end - start - key.size());
+}
+
+bool has_elf_magic(const fs::path& p) {
+  char magic[4] = {};
+  std::ifstream in(p, std::ios::binary);
+  return in.read(magic, sizeof magic) && std::memcmp(magic,
+                                                     "\x7f"
+                                                     "ELF",
+                                                     4) == 0;
+}
+}  // namespace
+
+std::optional<AliasName> parse_alias(std::string_view alias) {
+  constexpr std::string_view prefix = "tgplugin_";
+  if (!alias.starts_with(prefix)) return std::nullopt;
+  alias.remove_prefix(prefix.size());
+  size_t a = alias.find('_'), b = a == std::string_view::npos ? a : alias.find('_', a + 1);
+  if (b == std::string_view::npos || b + 1 >= alias.size()) return std::nullopt;
+  auto major = parse_int(alias.substr(0, a)), minor = parse_int(alias.substr(a + 1, b - a - 1));
+  if (!major || !minor) return std::nullopt;
+  return AliasName{*major, *minor, std::string(alias.substr(b + 1))};
+}
+
+std::string check_abi(int major, int minor, int core_major, int minor_floor) {
+  if (major != core_major)
+    return fmt::format(
+        "ABI mismatch: built for ABI {}.{}, this core is ABI {}.x (the major must match); "
+        "rebuild the plugin against this SDK",
+        major, minor, core_major);
+  if (minor < minor_floor)
+    return fmt::format(
+        "ABI too old: built for ABI {}.{}, this core loads {}.{} and newer; rebuild the plugin "
+        "against this SDK",
+        major, minor, core_major, minor_floor);
+  return {};
+}
+
+PluginFile inspect_plugin(const std::string& path) {
+  PluginFile f{.path = path};
+  auto fail = [&f](std::string why) {
+    f.error = std::move(why);
+    return f;
+  };
+  std::error_code ec;
+  fs::path canon = fs::canonical(path, ec);
+  if (ec) return fail("no such file");
+  f.path = canon.string();
+  if (!fs::is_regular_file(canon)) return fail("not a regular file");
+  if (!has_elf_magic(canon)) return fail(fmt::format("{}not an ELF file", kNotPlugin));
+  std::vector<std::string> aliases;
+  try {
+    boost::dll::library_info info(f.path);
+    for (auto& s : info.symbols("tgplugin"))
+      if (s.starts_with("tgplugin_")) aliases.push_back(s);
+    if (aliases.empty()) {
+      auto sections = info.sections();
+      bool has_section = std::find(sections.begin(), sections.end(), "tgplugin") != sections.end();
+      // Boost.DLL reads names from .symtab, which strip removes.
+      return fail(has_section ? fmt::format("{}its tgplugin section has no symbol table (stripped?); install "
+                                            "it unstripped",
+                                            kNotPlugin)
+                              : fmt::format("{}no tgplugin section", kNotPlugin));
+    }
+  } catch (const std::exception& e) {
+    return fail(fmt::format("{}unreadable ELF ({})", kNotPlugin, e.what()));
+  }
+  std::sort(aliases.begin(), aliases.end());
+  if (aliases.size() > 1)
+    return fail(
+        fmt::format("more than one descriptor ({}); a plugin exports exactly one", fmt::join(aliases, ", ")));
+  f.alias = aliases[0];
+  auto abi = parse_alias(f.alias);
+  if (!abi) return fail(fmt::format("malformed descriptor name '{}'", f.alias));
+  f.abi = *abi;
+  f.error = check_abi(abi->major, abi->minor);
+  return f;
+}
+
+static LoadResult load_uncached(const std::string& path, const std::string& alias, const AliasName& abi) {
+  boost::dll::shared_library* lib = nullptr;
+  try {
+    namespace mode = boost::dll::load_mode;
+    // Never freed: plugins are never unloaded. rtld_now reports missing symbols here, not mid-run.
+    lib = new boost::dll::shared_library(path, mode::rtld_now | mode::rtld_local);
+  } catch (const std::exception& e) {
+    return {nullptr, fmt::format("cannot load: {}", dlerror_of(e.what()))};
+  }
+  if (!lib->has(alias))
+    return {nullptr, fmt::format("missing symbol {}: listed in the ELF but not exported", alias)};
+  auto* d = static_cast<const tg_plugin_descriptor*>(lib->get<const void*>(alias));
+  constexpr size_t need = offsetof(tg_plugin_descriptor, create) + sizeof(tg_plugin_descriptor::create);
+  if (d == nullptr) return {nullptr, fmt::format("{} points to no descriptor", alias)};
+  if (d->struct_size < need)
+    return {nullptr, fmt::format("descriptor is {} bytes, this core reads {}", d->struct_size, need)};
+  if (d->name == nullptr || abi.name != d->name || d->abi_major != abi.major || d->abi_minor != abi.minor)
+    return {nullptr, fmt::format("descriptor says {} ABI {}.{} but its symbol {} disagrees",
+                                 d->name ? d->name : "(null)", d->abi_major, d->abi_minor, alias)};
+  if (d->probe == nullptr || d->create == nullptr) return {nullptr, "descriptor has no probe() or create()"};
+  return {d, {}};
+}
+
+LoadResult load_plugin(const std::string& path, const std::string& alias, const AliasName& abi) {
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, LoadResult>();  // never destroyed, like the libraries
+  std::lock_guard lock(mu);
+  std::string key = path + '\n' + alias;
+  if (auto it = cache->find(key); it != cache->end()) return it->second;
+  return cache->emplace(key, load_uncached(path, alias, abi)).first->second;
+}
+
+ProbeResult probe_plugin(const tg_plugin_descriptor& d) {
+  char reason[1024] = {};
+  Timer timer;
+  int ok = d.probe(reason, sizeof reason);
+  ProbeResult r{ok != 0, reason, timer.seconds()};
+  if (!r.usable && r.reason.empty()) r.reason = "probe() failed without a reason";
+  return r;
+}
+
+std::vector<SearchEntry> search_list(std::string_view plugin_path, bool installed, bool build_tree) {
+  std::vector<SearchEntry> out;
+  for (size_t start = 0; start <= plugin_path.size();) {
+    size_t colon = std::min(plugin_path.find(':', start), plugin_path.size());
+    std::string_view item = plugin_path.substr(start, colon - start);
+    start = colon + 1;
+    if (item.empty()) continue;
+    std::error_code ec;
+    fs::path p = fs::absolute(fs::path(item), ec);
+    out.push_back({"TG_PLUGIN_PATH", p.lexically_normal().string(),
+                   fs::is_directory(p, ec) ? SearchKind::dir : SearchKind::file});
+  }
+  if (installed) out.push_back({"installed", installed_plugin_dir(), SearchKind::dir});
+  if (build_tree && running_from_build_tree())
+    out.push_back({"build tree", (fs::path(TG_BUILD_ROOT) / "plugins").string(), SearchKind::tree});
+  return out;
+}
+
+static std::vector<std::string> plugin_files_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (is_plugin_file_name(e.path()) && e.is_regular_file(ec)) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> expand(const SearchEntry& entry) {
+  if (entry.kind == SearchKind::file) return {entry.path};
+  if (entry.kind == SearchKind::dir) return plugin_files_in(entry.path);
+  std::vector<fs::path> subdirs;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(entry.path, ec))
+    if (e.is_directory(ec)) subdirs.push_back(e.path());
+  std::sort(subdirs.begin(), subdirs.end());
+  std::vector<std::string> out;
+  for (const auto& d : subdirs)
+    for (auto& f : plugin_files_in(d)) out.push_back(std::move(f));
+  return out;
+}
+
+std::string libtg_path() {
+  boost::dll::fs::error_code ec;
+  std::string p = boost::dll::this_line_location(ec).string();
+  std::error_code ec2;
+  fs::path canon = fs::canonical(p, ec2);
+  return ec2 ? p : canon.string();
+}
+
+std::string installed_plugin_dir() {
+  return (fs::path(libtg_path()).parent_path() / TG_PLUGIN_SUBDIR).string();
+}
+
+bool running_from_build_tree() {
+  std::error_code ec;
+  fs::path root = fs::canonical(TG_BUILD_ROOT, ec);
+  if (ec) return false;
+  fs::path lib = libtg_path();
+  auto [r, l] = std::mismatch(root.begin(), root.end(), lib.begin(), lib.end());
+  return r == root.end();
+}
+
+}  // namespace tg::runtime

@@ -1,0 +1,178 @@
+#include "runtime/registry.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+
+namespace tg {
+
+namespace {
+bool is_device_name(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+void fill_from_descriptor(Candidate& c, const tg_plugin_descriptor& d) {
+  c.descriptor = &d;
+  c.version = d.version != nullptr ? d.version : "";
+  c.priority = d.priority;
+  runtime::ProbeResult p = runtime::probe_plugin(d);
+  c.usable = p.usable, c.reason = std::move(p.reason), c.probe_seconds = p.seconds;
+}
+}  // namespace
+
+RegistryConfig RegistryConfig::from_environment() {
+  RegistryConfig c;
+  for (std::string_view name : {"DEV", "TG_PLUGIN_PATH"})
+    if (auto v = env::raw(name)) c.env.emplace(name, *v);
+  // NAME=1 shorthands name devices that are only known after discovery, so they cannot be declared
+  // in the env registry; keep every upper-case variable set to 1 and let selection pick known ones.
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    if (kv.ends_with("=1") && is_device_name(kv.substr(0, kv.size() - 2)))
+      c.env.emplace(kv.substr(0, kv.size() - 2), "1");
+  }
+  return c;
+}
+
+Registry::Registry(RegistryConfig config) : config_(std::move(config)) {
+  add_builtins();
+  auto path = config_.env.find("TG_PLUGIN_PATH");
+  search_ = runtime::search_list(path != config_.env.end() ? path->second : "", config_.search_installed,
+                                 config_.search_build_tree);
+  std::set<std::string> seen;  // canonical paths: a file reachable twice is one candidate
+  for (const auto& entry : search_)
+    for (const auto& file : runtime::expand(entry)) {
+      runtime::PluginFile pf = runtime::inspect_plugin(file);
+      if (seen.insert(pf.path).second) add_candidate(pf, entry.origin);
+    }
+}
+
+Registry::~Registry() = default;
+
+Registry& Registry::global() {
+  static Registry* registry = new Registry(RegistryConfig::from_environment());
+  return *registry;
+}
+
+void Registry::add_builtins() {
+  for (const tg_plugin_descriptor* d : config_.builtins) {
+    Candidate c{.name = d->name,
+                .path = "built-in",
+                .origin = "built-in",
+                .abi_major = d->abi_major,
+                .abi_minor = d->abi_minor};
+    fill_from_descriptor(c, *d);
+    owner_.emplace(c.name, candidates_.size());
+    candidates_.push_back(std::move(c));
+  }
+}
+
+void Registry::add_candidate(const runtime::PluginFile& pf, const std::string& origin) {
+  Candidate& c = candidates_.emplace_back(Candidate{.name = pf.abi.name,
+                                                    .path = pf.path,
+                                                    .origin = origin,
+                                                    .abi_major = pf.abi.major,
+                                                    .abi_minor = pf.abi.minor});
+  if (!pf.error.empty()) {
+    c.reason = pf.error;
+    return;
+  }
+  // The first file that passes the ELF and ABI checks owns its name, usable or not.
+  if (auto owner = owner_.find(c.name); owner != owner_.end()) {
+    c.reason = "shadowed by " + candidates_[owner->second].path;
+    return;
+  }
+  owner_.emplace(c.name, candidates_.size() - 1);
+  runtime::LoadResult loaded = runtime::load_plugin(pf.path, pf.alias, pf.abi);
+  if (loaded.descriptor == nullptr) {
+    c.reason = loaded.error;
+    return;
+  }
+  fill_from_descriptor(c, *loaded.descriptor);
+}
+
+const Candidate* Registry::find(std::string_view name) const {
+  if (auto owner = owner_.find(name); owner != owner_.end()) return &candidates_[owner->second];
+  auto it = std::find_if(candidates_.begin(), candidates_.end(),
+                         [&](const Candidate& c) { return c.name == name; });
+  return it != candidates_.end() ? &*it : nullptr;
+}
+
+const Candidate& Registry::require(const std::string& name) const {
+  const Candidate* c = find(name);
+  if (c == nullptr) {
+    std::vector<std::string_view> known;
+    for (const auto& k : candidates_)
+      if (!k.name.empty() && std::find(known.begin(), known.end(), k.name) == known.end())
+        known.push_back(k.name);
+    throw DeviceError("device", fmt::format("unknown device {}; known: {}", name, fmt::join(known, ", ")));
+  }
+  if (!c->usable) {
+    std::string_view reason = c->reason;
+    if (reason.starts_with("unavailable: ")) reason.remove_prefix(13);  // plugins' probe convention
+    throw DeviceError("device", fmt::format("{} is unavailable: {}", name, reason));
+  }
+  return *c;
+}
+
+DeviceSpec Registry::default_spec(std::string* why) const {
+  std::string ignored;
+  std::string& because = why != nullptr ? *why : ignored;
+  auto dev = config_.env.find("DEV");
+  if (dev != config_.env.end() && !dev->second.empty()) {
+    because = "DEV=" + dev->second;
+    DeviceSpec spec = DeviceSpec::parse(dev->second);
+    require(spec.name);
+    return spec;
+  }
+  std::vector<const Candidate*> owners;
+  for (const auto& [name, i] : owner_) owners.push_back(&candidates_[i]);
+  std::sort(owners.begin(), owners.end(), [](const Candidate* a, const Candidate* b) {
+    return a->priority != b->priority ? a->priority > b->priority : a < b;  // ties: discovery order
+  });
+  for (const Candidate* c : owners)
+    if (auto flag = config_.env.find(c->name); flag != config_.env.end() && flag->second == "1") {
+      because = c->name + "=1";
+      require(c->name);
+      return DeviceSpec{.name = c->name};
+    }
+  for (const Candidate* c : owners)
+    if (c->usable && c->priority >= 0) {
+      because = "highest priority usable device";
+      return DeviceSpec{.name = c->name};
+    }
+  because = "no usable device";
+  throw DeviceError("device", "no usable device; run `tg devices` to see why each candidate was rejected");
+}
+
+Device& Registry::device(std::string_view spec) { return device(DeviceSpec::parse(spec)); }
+
+Device& Registry::device(const DeviceSpec& spec) {
+  const Candidate& c = require(spec.name);
+  std::lock_guard lock(mu_);
+  auto key = std::make_pair(spec.name, spec.index);
+  if (auto it = devices_.find(key); it != devices_.end()) return *it->second;
+  char err[1024] = {};
+  void* raw = c.descriptor->create(spec.index, err, sizeof err);
+  if (raw == nullptr)
+    throw DeviceError("device", fmt::format("cannot open {}:{}: {}", spec.name, spec.index,
+                                            err[0] != '\0' ? err : "create() failed without a reason"));
+  auto dev = std::make_unique<Device>(spec, std::unique_ptr<sdk::Device>(static_cast<sdk::Device*>(raw)));
+  debug_log(2, "[device] opened {} from {}: {}", dev->str(), c.path, dev->description());
+  return *devices_.emplace(key, std::move(dev)).first->second;
+}
+
+Device& device(std::string_view spec) { return Registry::global().device(spec); }
+Device& default_device() { return Registry::global().default_device(); }
+
+}  // namespace tg

@@ -1,0 +1,87 @@
+#pragma once
+// The device registry: discovers built-in and plugin devices, explains every candidate it found,
+// selects the default (DEV, NAME=1, then priority) and owns the Device instances it creates.
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "runtime/builtins.hpp"
+#include "runtime/device.hpp"
+#include "runtime/loader.hpp"
+
+namespace tg {
+
+// One file or built-in that discovery looked at, usable or not.
+struct Candidate {
+  std::string name;    // device name; empty when the file is not a plugin
+  std::string path;    // canonical file path, or "built-in"
+  std::string origin;  // "built-in", "TG_PLUGIN_PATH", "installed", "build tree"
+  int abi_major = 0, abi_minor = 0;
+  std::string version;  // the plugin's own version
+  int priority = 0;     // higher is picked first; below 0 only when named
+  bool usable = false;
+  std::string reason;  // why not usable (rejection, probe failure, "shadowed by <path>")
+  double probe_seconds = 0;
+  const tg_plugin_descriptor* descriptor = nullptr;  // set once loaded and checked
+};
+
+struct RegistryConfig {
+  // Variables discovery and selection read: TG_PLUGIN_PATH, DEV and NAME=1 flags.
+  std::map<std::string, std::string, std::less<>> env;
+  bool search_installed = true;   // <libtg dir>/TG_PLUGIN_SUBDIR
+  bool search_build_tree = true;  // TG_BUILD_ROOT/plugins/*/, only when libtg runs from there
+  std::span<const tg_plugin_descriptor* const> builtins = runtime::builtin_devices();  // searched first
+
+  // The process environment: TG_PLUGIN_PATH and DEV through the env registry, plus every NAME=1.
+  static RegistryConfig from_environment();
+};
+
+class Registry {
+ public:
+  explicit Registry(RegistryConfig config);
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // The process-wide registry, built from the environment on first use and never destroyed
+  // (plugins are never unloaded, and devices may be in use until exit).
+  static Registry& global();
+
+  std::span<const Candidate> candidates() const { return candidates_; }
+  std::span<const runtime::SearchEntry> search_list() const { return search_; }
+  // The candidate that owns a device name (the first found), or null.
+  const Candidate* find(std::string_view name) const;
+
+  // What default_device() would open: DEV, else the highest-priority NAME=1, else the first usable
+  // device by priority (never one with priority < 0). Throws DeviceError when that device is unknown
+  // or unusable. why, if given, receives how it was chosen ("DEV=CLANG", "CLANG=1", ...).
+  DeviceSpec default_spec(std::string* why = nullptr) const;
+  // Opens (once) and returns the device. Throws DeviceError for unknown or unusable devices.
+  Device& device(std::string_view spec);
+  Device& device(const DeviceSpec& spec);
+  Device& default_device() { return device(default_spec()); }
+
+ private:
+  void add_builtins();
+  void add_candidate(const runtime::PluginFile& pf, const std::string& origin);
+  const Candidate& require(const std::string& name) const;
+
+  RegistryConfig config_;
+  std::vector<runtime::SearchEntry> search_;
+  std::vector<Candidate> candidates_;
+  std::map<std::string, size_t, std::less<>> owner_;  // device name -> the candidate that owns it
+  std::mutex mu_;
+  std::map<std::pair<std::string, int>, std::unique_ptr<Device>> devices_;
+};
+
+// The global registry's device(spec) and default_device().
+Device& device(std::string_view spec);
+Device& default_device();
+
+}  // namespace tg
