@@ -1,0 +1,162 @@
+// CLANG: the CPU device. C kernels compiled by clang, run on a persistent thread pool.
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "plugins/clang/allocator.hpp"
+#include "plugins/clang/compiler.hpp"
+#include "plugins/clang/renderer.hpp"
+#include "plugins/clang/thread_pool.hpp"
+#include "plugins/clang/toolchain.hpp"
+#include "tg/sdk/plugin.hpp"
+
+namespace tg::clangdev {
+
+using tg::sdk::Code;
+using tg::sdk::Status;
+
+namespace {
+
+static_assert(sizeof(long long) == sizeof(int64_t), "vals are passed to kernels as long long");
+
+unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+bool want_libclang() { return libclang_built() && tg::env::get("TG_CLANG_INPROCESS") != "0"; }
+
+std::unique_ptr<Toolchain> make_toolchain(int32_t index) {
+  if (index != 0) throw tg::DeviceError("CLANG", fmt::format("there is one CPU device; got index {}", index));
+  if (want_libclang())
+    if (auto t = make_libclang_toolchain()) return t;
+  return make_binary_toolchain();
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("model name") && line.find(':') != std::string::npos)
+      return line.substr(line.find_first_not_of(" \t", line.find(':') + 1));
+  return "unknown CPU";
+}
+
+class ClangProgram final : public tg::sdk::Program {
+ public:
+  ClangProgram(std::unique_ptr<LoadedKernel> code, std::shared_ptr<ThreadPool> pool)
+      : code_(std::move(code)), pool_(std::move(pool)) {}
+
+  Status launch(std::span<const tg::sdk::Handle> bufs, std::span<const int64_t> vals,
+                const tg::sdk::LaunchDims& dims, bool wait, double* seconds) noexcept override {
+    return tg::sdk::guard([&]() -> Status {
+      if (dims.global[1] != 1 || dims.global[2] != 1 || dims.local != std::array<uint32_t, 3>{1, 1, 1})
+        return {
+            Code::invalid_argument,
+            fmt::format("[CLANG launch] runs global[0] tasks only; got global ({},{},{}) local ({},{},{})",
+                        dims.global[0], dims.global[1], dims.global[2], dims.local[0], dims.local[1],
+                        dims.local[2])};
+      struct Call {
+        KernelFn fn;
+        void* const* bufs;
+        const long long* vals;
+      } call{code_->entry(), bufs.data(), reinterpret_cast<const long long*>(vals.data())};
+      auto start = std::chrono::steady_clock::now();
+      pool_->run(
+          dims.global[0],
+          [](void* ctx, uint32_t core) {
+            auto* c = static_cast<Call*>(ctx);
+            c->fn(c->bufs, c->vals, static_cast<int>(core));
+          },
+          &call);
+      // Every launch finishes before returning, so results are visible and wait changes nothing.
+      if (wait && seconds != nullptr)
+        *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return {};
+    });
+  }
+
+ private:
+  std::unique_ptr<LoadedKernel> code_;
+  std::shared_ptr<ThreadPool> pool_;
+};
+
+Status load_kernel(std::string_view name, std::span<const std::byte> binary,
+                   std::unique_ptr<LoadedKernel>* out) {
+  auto parsed = read_binary(binary);
+  if (!parsed) return {Code::invalid_argument, "[CLANG load] not a binary made by the CLANG compiler"};
+  auto [format, payload] = *parsed;
+  return format == BinaryFormat::elf_object ? load_object(name, payload, out)
+                                            : load_shared(name, payload, out);
+}
+
+// _Float16 is claimed only if it compiles, links and multiplies correctly here: 1.5 * 2.0 == 3.0.
+bool float16_works(ClangCompiler& compiler) {
+  constexpr std::string_view src =
+      "void tg_probe_half(void* const* bufs, const long long* vals, int core_id) {\n"
+      "  _Float16* p = (_Float16*)bufs[0];\n"
+      "  p[2] = p[0] * p[1];\n"
+      "}\n";
+  tg::sdk::Blob bin;
+  std::unique_ptr<LoadedKernel> kernel;
+  if (!compiler.compile(src, bin).ok() || !load_kernel("tg_probe_half", bin.bytes(), &kernel).ok())
+    return false;
+  uint16_t halves[3] = {0x3E00, 0x4000, 0};  // 1.5, 2.0 in IEEE binary16
+  void* bufs[1] = {halves};
+  kernel->entry()(bufs, nullptr, 0);
+  return halves[2] == 0x4200;
+}
+
+class ClangDevice final : public tg::sdk::Device {
+ public:
+  static constexpr int32_t priority = 50;
+  static constexpr const char* version = TG_PLUGIN_VERSION;
+
+  static Status probe() {
+    if (want_libclang()) return {};
+    std::string exe = tg::env::get("TG_CLANG");
+    if (executable_exists(exe)) return {};
+    return tg::sdk::unavailable(
+        fmt::format("unavailable: {} and clang binary '{}' not found; install clang or set TG_CLANG",
+                    libclang_built() ? "TG_CLANG_INPROCESS=0" : "no libclang-cpp in this build", exe));
+  }
+
+  explicit ClangDevice(int32_t index)
+      : compiler_(make_toolchain(index)),
+        renderer_(float16_works(compiler_), hardware_threads()),
+        pool_(std::make_shared<ThreadPool>(hardware_threads())) {
+    description_ =
+        fmt::format("{} ({} threads), {}", cpu_model(), hardware_threads(), compiler_.toolchain().id());
+  }
+
+  tg::sdk::Allocator& allocator() noexcept override { return allocator_; }
+  tg::sdk::Renderer& renderer() noexcept override { return renderer_; }
+  tg::sdk::Compiler& compiler() noexcept override { return compiler_; }
+  Status synchronize() noexcept override { return {}; }
+  std::string_view description() const noexcept override { return description_; }
+
+  Status load(std::string_view name, std::span<const std::byte> binary,
+              tg::sdk::Program** out) noexcept override {
+    return tg::sdk::guard([&]() -> Status {
+      std::unique_ptr<LoadedKernel> kernel;
+      if (Status s = load_kernel(name, binary, &kernel); !s.ok()) return s;
+      *out = new ClangProgram(std::move(kernel), pool_);
+      return {};
+    });
+  }
+
+ private:
+  HostAllocator allocator_;
+  ClangCompiler compiler_;
+  ClangRenderer renderer_;
+  std::shared_ptr<ThreadPool> pool_;
+  std::string description_;
+};
+
+}  // namespace
+
+}  // namespace tg::clangdev
+
+TG_PLUGIN(CLANG, tg::clangdev::ClangDevice)

@@ -1,0 +1,35 @@
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tg::clangdev {
+
+// Persistent workers that run the parallel tasks of one launch; the calling thread takes tasks too.
+class ThreadPool {
+ public:
+  explicit ThreadPool(unsigned threads);  // total threads including the caller
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
+  // Calls fn(ctx, i) for every i in [0, n) and returns when all calls are done. One run at a time.
+  void run(uint32_t n, void (*fn)(void*, uint32_t), void* ctx);
+
+ private:
+  struct Job;
+  void worker_loop();
+
+  std::mutex run_mu_;  // serializes run()
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace tg::clangdev
