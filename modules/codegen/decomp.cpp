@@ -1,0 +1,86 @@
+// Rewrites for ops a renderer lacks (RendererCaps::native_ops). One rule per op, added only when missing.
+#include <functional>
+
+#include "codegen/lower.hpp"
+#include "codegen/passes.hpp"
+
+namespace tg::codegen {
+
+namespace {
+
+const DTypeSet& wide_floats() {
+  static const DTypeSet s{dtypes::float32, dtypes::float64};
+  return s;
+}
+const DTypeSet& narrow_floats() {
+  static const DTypeSet s{dtypes::float16, dtypes::bfloat16, dtypes::fp8e4m3, dtypes::fp8e5m2};
+  return s;
+}
+
+// The same op computed in float32 and rounded back: narrow floats reuse the float32 decompositions.
+UOpRef via_float32(Match& m) {
+  const UOpRef& x = m.root();
+  const DType f32 = DType(Scalar::FLOAT32, x->dtype().count());
+  std::vector<UOpRef> src;
+  for (const UOpRef& s : x->src()) src.push_back(s->cast(f32));
+  return UOp::make(x->op(), f32, std::move(src), x->arg())->cast(x->dtype());
+}
+
+UPat unary(Ops op, const DTypeSet& d) {
+  return UPat(OpSet{op}, d, std::vector<UPat>{UPat::var("a")}, std::nullopt, "x");
+}
+UPat binary(Ops op, const DTypeSet& d = {}) {
+  return UPat(OpSet{op}, d, std::vector<UPat>{UPat::var("a"), UPat::var("b")}, std::nullopt, "x");
+}
+
+UOpRef trunc_float(const UOpRef& a) {
+  bool f64 = a->dtype().scalar() == Scalar::FLOAT64;
+  UOpRef mag = a->lt(a->const_like(0.0))->where(-a, a);
+  UOpRef whole = a->cast(DType(f64 ? Scalar::INT64 : Scalar::INT32, a->dtype().count()))->cast(a->dtype());
+  return mag->lt(a->const_like(f64 ? 4503599627370496.0 : 8388608.0))
+      ->where(whole, a);  // |a| >= 2^mantissa is whole
+}
+
+}  // namespace
+
+PatternMatcher decompositions(const sdk::RendererCaps& caps) {
+  std::vector<Rule> rules;
+  auto missing = [&](Ops op) { return !native_op(caps, op); };
+  auto float_rule = [&](Ops op, std::function<UOpRef(Match&)> f) {
+    rules.push_back({op == Ops::POW ? binary(op, wide_floats()) : unary(op, wide_floats()), std::move(f)});
+    rules.push_back({op == Ops::POW ? binary(op, narrow_floats()) : unary(op, narrow_floats()), via_float32});
+  };
+  if (missing(Ops::EXP2)) float_rule(Ops::EXP2, [](Match& m) { return xexp2(m["a"]); });
+  if (missing(Ops::LOG2)) float_rule(Ops::LOG2, [](Match& m) { return xlog2(m["a"]); });
+  if (missing(Ops::SIN)) float_rule(Ops::SIN, [](Match& m) { return xsin(m["a"]); });
+  if (missing(Ops::POW)) float_rule(Ops::POW, [](Match& m) { return xpow(m["a"], m["b"]); });
+  if (missing(Ops::SQRT))
+    float_rule(Ops::SQRT, [](Match& m) { return xpow(m["a"], m["a"]->const_like(0.5)); });
+  if (missing(Ops::TRUNC)) float_rule(Ops::TRUNC, [](Match& m) { return trunc_float(m["a"]); });
+  if (missing(Ops::FDIV))  // a / b -> a * (1/b)
+    rules.push_back({binary(Ops::FDIV), [](Match& m) { return m["a"] * m["b"]->alu(Ops::RECIPROCAL); }});
+  if (missing(Ops::RECIPROCAL) && !missing(Ops::FDIV))  // 1/x as a division
+    rules.push_back({unary(Ops::RECIPROCAL, {}),
+                     [](Match& m) { return m["a"]->const_like(1.0)->alu(Ops::FDIV, m["a"]); }});
+  if (missing(Ops::MAX))  // max(a, b) -> a < b ? b : a
+    rules.push_back({binary(Ops::MAX), [](Match& m) { return m["a"]->lt(m["b"])->where(m["b"], m["a"]); }});
+  if (missing(Ops::CMPEQ))  // a == b -> !(a != b)
+    rules.push_back({binary(Ops::CMPEQ), [](Match& m) {
+                       UOpRef ne = m["a"]->ne(m["b"]);
+                       return ne->ne(ne->const_like(true));
+                     }});
+  if (missing(Ops::MULACC))  // a*b+c as two roundings
+    rules.push_back({UPat(Ops::MULACC, std::vector<UPat>{UPat::var("a"), UPat::var("b"), UPat::var("c")}),
+                     [](Match& m) { return m["a"] * m["b"] + m["c"]; }});
+  if (missing(Ops::NEG))  // -x -> x * -1, !x for bools
+    rules.push_back({unary(Ops::NEG, {}), [](Match& m) {
+                       const UOpRef& a = m["a"];
+                       if (a->dtype().is_bool()) return a->ne(a->const_like(true));
+                       return a * (a->dtype().is_float() ? a->const_like(-1.0) : a->const_like(int64_t{-1}));
+                     }});
+  if (missing(Ops::THREEFRY))
+    rules.push_back({binary(Ops::THREEFRY), [](Match& m) { return threefry2x32(m["a"], m["b"]); }});
+  return PatternMatcher(std::move(rules));
+}
+
+}  // namespace tg::codegen

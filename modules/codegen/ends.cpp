@@ -1,0 +1,225 @@
+// Loop structure: one END per RANGE, REDUCE as an accumulator loop, sibling ENDs of a RANGE merged.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "codegen/passes.hpp"
+
+namespace tg::codegen {
+
+namespace {
+
+int64_t range_id(const UOp* r) { return r->arg_as<AxisArg>().id; }
+
+void sort_by_id(std::vector<UOpRef>& rs) {
+  std::sort(rs.begin(), rs.end(),
+            [](const UOpRef& a, const UOpRef& b) { return range_id(a.get()) < range_id(b.get()); });
+}
+
+UOpRef end_of(UOpRef x, const UOpRef& r) { return UOp::make(Ops::END, dtypes::void_, {std::move(x), r}); }
+
+// END(x, r0, r1, ...) nests as END(END(x, r1), r0): lower ids are outer loops. Non-RANGE sources (a loop
+// of one trip folded to 0, a loop turned into a SPECIAL) are dropped.
+UOpRef split_end(Match& m) {
+  const UOpRef& e = m.root();
+  std::vector<UOpRef> rs;
+  for (size_t i = 1; i < e->src().size(); i++)
+    if (e->src(i)->op() == Ops::RANGE) rs.push_back(e->src(i));
+  if (rs.size() == 1 && e->src().size() == 2) return nullptr;
+  if (rs.empty()) return e->src(0);
+  sort_by_id(rs);
+  UOpRef x = e->src(0);
+  for (auto it = rs.rbegin(); it != rs.rend(); ++it) x = end_of(x, *it);
+  return x;
+}
+
+UOpRef identity_element(Ops op, DType d) {
+  if (op == Ops::ADD) return UOp::const_(d, ConstValue{int64_t{0}});
+  if (op == Ops::MUL) return UOp::const_(d, ConstValue{int64_t{1}});
+  if (op != Ops::MAX)
+    throw ValueError("codegen", fmt::format("REDUCE with {} (expected ADD, MUL or MAX)", op_name(op)));
+  if (d.is_float()) return UOp::const_(d, ConstValue{-std::numeric_limits<double>::infinity()});
+  if (d.is_bool()) return UOp::const_(d, ConstValue{false});
+  return UOp::const_(d, ConstValue{d.min_int()});
+}
+
+struct ReduceCtx {
+  int64_t next_acc = 0, next_range_id = 0;
+  std::unordered_set<const UOp*> claimed;  // RANGEs some lowered REDUCE already loops over
+  std::vector<UOpRef> keep;                // keeps claimed nodes alive (their addresses are the keys)
+};
+
+// Rebuilds u with map applied, except below ENDs that close a mapped RANGE: those loops are finished
+// and keep their own range.
+UOpRef replace_open(const UOpRef& u, const std::unordered_map<const UOp*, UOpRef>& map) {
+  std::unordered_map<const UOp*, UOpRef> done;
+  for (const UOp* n : u->toposort()) {
+    if (auto it = map.find(n); it != map.end()) {
+      done[n] = it->second;
+      continue;
+    }
+    bool blocked =
+        n->op() == Ops::END && std::any_of(n->src().begin() + 1, n->src().end(),
+                                           [&](const UOpRef& s) { return map.count(s.get()) != 0; });
+    std::vector<UOpRef> src;
+    bool changed = false;
+    for (const UOpRef& s : n->src()) {
+      src.push_back(blocked ? s : done.at(s.get()));
+      changed |= src.back() != s;
+    }
+    done[n] = changed ? n->with_src(std::move(src)) : n->ref();
+  }
+  return done.at(u.get());
+}
+
+UOpRef lower_reduce(Match& m) {
+  auto& ctx = m.ctx<ReduceCtx>();
+  const UOpRef& red = m.root();
+  Ops op = red->arg_as<Ops>();
+  UOpRef value = red->src(0)->cast(red->dtype());
+  std::vector<UOpRef> rs;
+  for (size_t i = 1; i < red->src().size(); i++)
+    if (red->src(i)->op() == Ops::RANGE) rs.push_back(red->src(i));
+  if (rs.empty()) return value;  // every reduced loop had one trip
+
+  // A RANGE another REDUCE already loops over gets a fresh copy: each loop has exactly one END.
+  std::unordered_map<const UOp*, UOpRef> fresh;
+  for (UOpRef& r : rs) {
+    if (!ctx.claimed.count(r.get())) continue;
+    UOpRef nr = UOp::make(Ops::RANGE, r->dtype(), {r->src(0)},
+                          AxisArg{ctx.next_range_id++, r->arg_as<AxisArg>().type});
+    fresh[r.get()] = nr;
+    r = nr;
+  }
+  if (!fresh.empty()) value = replace_open(value, fresh);
+  for (const UOpRef& r : rs) ctx.claimed.insert(r.get()), ctx.keep.push_back(r);
+  sort_by_id(rs);
+
+  // The loops the value sits in besides its own: the accumulator is reset inside them.
+  std::vector<const UOp*> topo = value->toposort();
+  std::vector<std::vector<const UOp*>> open = open_ranges(topo);
+  std::vector<UOpRef> outer;
+  for (const UOp* r : open.back())
+    if (std::find(rs.begin(), rs.end(), r->ref()) == rs.end()) outer.push_back(r->ref());
+  sort_by_id(outer);
+
+  DType acc_t = red->dtype().ptr(AddrSpace::REG, 1);
+  UOpRef acc = UOp::make(Ops::DEFINE_REG, acc_t, {}, int64_t{ctx.next_acc++});
+  UOpRef zero = UOp::const_(dtypes::index, ConstValue{int64_t{0}});
+  auto after = [&](std::vector<UOpRef> deps) {
+    deps.insert(deps.begin(), acc);
+    return deps.size() == 1 ? acc : UOp::make(Ops::AFTER, acc_t, std::move(deps));
+  };
+  auto slot = [&](const UOpRef& a) { return UOp::make(Ops::INDEX, acc_t, {a, zero}); };
+
+  UOpRef init =
+      UOp::make(Ops::STORE, dtypes::void_, {slot(after(outer)), identity_element(op, red->dtype())});
+  std::vector<UOpRef> deps{init};
+  deps.insert(deps.end(), rs.begin(), rs.end());
+  UOpRef acc_in = slot(after(deps));
+  UOpRef cur = UOp::make(Ops::LOAD, red->dtype(), {acc_in});
+  UOpRef loop = UOp::make(Ops::STORE, dtypes::void_, {acc_in, cur->alu(op, value)});
+  for (auto it = rs.rbegin(); it != rs.rend(); ++it) loop = end_of(loop, *it);
+  return UOp::make(Ops::LOAD, red->dtype(), {slot(after({loop}))});
+}
+
+const PatternMatcher& split_rules() {
+  static const PatternMatcher pm{
+      {UPat(Ops::RANGE, std::vector<UPat>{UPat::cnst(int64_t{1})}, std::nullopt, "r"),
+       [](Match& m) { return m["r"]->const_like(int64_t{0}); }},  // a loop of one trip is its index 0
+      {UPat(Ops::END, std::nullopt, std::nullopt, "e"), split_end},
+  };
+  return pm;
+}
+
+bool reaches(const UOp* from, const UOp* to) {
+  for (const UOp* n : from->toposort())
+    if (n == to) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::vector<const UOp*>> open_ranges(const std::vector<const UOp*>& topo) {
+  std::unordered_map<const UOp*, size_t> pos;
+  std::vector<std::vector<const UOp*>> out(topo.size());
+  for (size_t i = 0; i < topo.size(); i++) {
+    const UOp* u = topo[i];
+    pos[u] = i;
+    std::vector<const UOp*>& acc = out[i];
+    if (u->op() == Ops::END) {
+      acc = out[pos.at(u->src(0).get())];
+      for (size_t k = 1; k < u->src().size(); k++) std::erase(acc, u->src(k).get());
+    } else {
+      for (const UOpRef& s : u->src()) {
+        const auto& o = out[pos.at(s.get())];
+        acc.insert(acc.end(), o.begin(), o.end());
+      }
+      if (u->op() == Ops::RANGE) acc.push_back(u);
+      std::sort(acc.begin(), acc.end());
+      acc.erase(std::unique(acc.begin(), acc.end()), acc.end());
+    }
+  }
+  return out;
+}
+
+const PatternMatcher& end_cleanup() {
+  static const PatternMatcher pm{{UPat(Ops::END, std::nullopt, std::nullopt, "e"), split_end}};
+  return pm;
+}
+
+UOpRef split_ends(const UOpRef& sink) {
+  return graph_rewrite(sink, split_rules(), nullptr, {.name = "split ends"});
+}
+
+UOpRef reduce_to_acc(const UOpRef& sink) {
+  ReduceCtx ctx;
+  for (const UOp* u : sink->toposort())
+    if (u->op() == Ops::RANGE) ctx.next_range_id = std::max(ctx.next_range_id, range_id(u) + 1);
+  static const PatternMatcher pm{{UPat(Ops::REDUCE, std::nullopt, std::nullopt, "r"), lower_reduce}};
+  return graph_rewrite(sink, pm, ctx, {.name = "reduce to accumulator"});
+}
+
+UOpRef merge_ends(const UOpRef& sink) {
+  UOpRef s = sink;
+  for (;;) {
+    std::vector<const UOp*> topo = s->toposort();
+    auto open = open_ranges(topo);
+    std::map<int64_t, std::vector<size_t>>
+        ends;  // range id -> its ENDs (topo positions), ordered for determinism
+    for (size_t i = 0; i < topo.size(); i++)
+      if (topo[i]->op() == Ops::END) ends[range_id(topo[i]->src(1).get())].push_back(i);
+    auto it = std::find_if(ends.begin(), ends.end(), [](const auto& kv) { return kv.second.size() > 1; });
+    if (it == ends.end()) return s;
+    const std::vector<size_t>& es = it->second;
+    const UOp* r = topo[es[0]]->src(1).get();
+    std::vector<UOpRef> bodies;
+    for (size_t a : es) {
+      const UOp* e = topo[a];
+      bool ok = e->src(1).get() == r && open[a] == open[es[0]];
+      for (size_t b : es) ok = ok && (a == b || !reaches(e, topo[b]));
+      if (!ok)
+        throw ValueError("codegen",
+                         fmt::format("RANGE {} is closed by ENDs in different loops or one after the other; "
+                                     "give each loop its own RANGE",
+                                     it->first));
+      bodies.push_back(e->src(0));
+    }
+    UOpRef merged = end_of(UOp::make(Ops::NOOP, dtypes::void_, std::move(bodies)), r->ref());
+    std::unordered_map<const UOp*, UOpRef> map;
+    for (size_t a : es) map[topo[a]] = merged;
+    s = s->substitute(map);
+    std::vector<UOpRef> srcs;  // the SINK may now list the merged END more than once
+    for (const UOpRef& x : s->src())
+      if (std::find(srcs.begin(), srcs.end(), x) == srcs.end()) srcs.push_back(x);
+    s = s->with_src(std::move(srcs));
+  }
+}
+
+}  // namespace tg::codegen

@@ -1,0 +1,38 @@
+#pragma once
+// The steps of lower_kernel, in pipeline order. Internal to codegen; lower.hpp is the public face.
+#include <utility>
+#include <vector>
+
+#include "tg/sdk/renderer.hpp"
+#include "uop/pattern.hpp"
+#include "uop/uop.hpp"
+
+namespace tg::codegen {
+
+// ends.cpp
+UOpRef split_ends(const UOpRef& sink);     // END(x, r0, r1) -> END(END(x, r1), r0); loops of one trip go
+UOpRef reduce_to_acc(const UOpRef& sink);  // REDUCE -> DEFINE_REG accumulator: init, update loop, read
+UOpRef merge_ends(const UOpRef& sink);     // ENDs of one RANGE side by side -> one END over NOOP(bodies)
+const PatternMatcher& end_cleanup();       // END sources that are no longer RANGEs are dropped
+
+// gpudims.cpp: output loops -> SPECIAL gidx/lidx for renderers with workgroups.
+UOpRef add_gpudims(const UOpRef& sink, const sdk::RendererCaps& caps);
+
+// index_dtype.cpp: every INDEX-typed node -> int32, or int64 where its range needs it.
+UOpRef lower_index_dtype(const UOpRef& sink);
+
+// decomp.cpp: rewrites of the ops the renderer lacks.
+PatternMatcher decompositions(const sdk::RendererCaps& caps);
+
+// transcendental.cpp: float32/float64 polynomial and bit-trick versions, accurate to about 1 ulp.
+UOpRef xexp2(const UOpRef& d);
+UOpRef xlog2(const UOpRef& d);
+UOpRef xsin(const UOpRef& d);
+UOpRef xpow(const UOpRef& base, const UOpRef& exponent);
+UOpRef threefry2x32(const UOpRef& x, const UOpRef& key);
+
+// Open loops of every node of a toposort: the RANGEs it depends on that no END between them closed.
+// Index-aligned with topo; each list sorted by pointer.
+std::vector<std::vector<const UOp*>> open_ranges(const std::vector<const UOp*>& topo);
+
+}  // namespace tg::codegen

@@ -1,0 +1,296 @@
+// Steps 1 and 2 of the scheduler: clean the tensor graph, fold constants, and decide which nodes become
+// buffers.
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "schedule/passes.hpp"
+#include "uop/symbolic.hpp"
+
+namespace tg::sched {
+
+// ---- graph helpers ----
+
+const IntVec& shape_of(const UOp* u) {
+  const IntVec* s = u->shape();
+  if (!s) throw ShapeError("schedule", fmt::format("{} has no shape", u->str()));
+  return *s;
+}
+
+int64_t prod(const IntVec& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+const UOp* strip_movement(const UOp* u) {
+  while (group::Movement.contains(u->op())) u = u->src(0).get();
+  return u;
+}
+
+const UOp* strip_reshape(const UOp* u) {
+  while (u->op() == Ops::RESHAPE) u = u->src(0).get();
+  return u;
+}
+
+bool is_const_view(const UOp* u) {
+  while (group::Movement.contains(u->op()) && u->op() != Ops::PAD) u = u->src(0).get();
+  return u->op() == Ops::CONST;
+}
+
+bool is_buffer_rowmajor(const UOp* u) { return strip_reshape(u)->op() == Ops::BUFFER; }
+
+UOpRef device_of(const UOp* u) {
+  std::vector<const UOp*> stack{u};
+  NodeSet seen;
+  while (!stack.empty()) {
+    const UOp* x = stack.back();
+    stack.pop_back();
+    if (!seen.insert(x).second) continue;
+    switch (x->op()) {
+      case Ops::DEVICE:
+        return x->ref();
+      case Ops::BUFFER:
+      case Ops::COPY:
+        return x->src(1);
+      case Ops::ASSIGN:
+        stack.push_back(x->src(0).get());
+        continue;
+      default:
+        for (auto it = x->src().rbegin(); it != x->src().rend(); ++it) stack.push_back(it->get());
+    }
+  }
+  return nullptr;
+}
+
+const UOp* assign_buffer(const UOp* a) {
+  const UOp* t = a;
+  while (t->op() == Ops::ASSIGN) t = strip_movement(t->src(0).get());
+  if (t->op() != Ops::BUFFER)
+    throw ValueError("assign",
+                     fmt::format("the target must be a view of a realized buffer, not {}", op_name(t->op())));
+  return t;
+}
+
+UOpRef reshape(const UOpRef& x, const IntVec& shape) {
+  if (*x->shape() == shape) return x;
+  return UOp::make(Ops::RESHAPE, x->dtype(), {x}, shape);
+}
+
+namespace {
+
+// CONST(device, v) viewed as `shape`: reshape to all ones, then expand.
+UOpRef const_view(const UOpRef& device, DType dtype, ConstValue v, const IntVec& shape) {
+  UOpRef c = UOp::const_(dtype, v);
+  if (device) c = c->with_src({device});
+  if (shape.empty()) return c;
+  c = UOp::make(Ops::RESHAPE, dtype, {c}, IntVec(shape.size(), 1));
+  if (prod(shape) == 1) return c;
+  return UOp::make(Ops::EXPAND, dtype, {c}, shape);
+}
+
+const ConstValue& view_value(const UOp* u) { return *strip_movement(u)->const_value(); }
+
+UOpRef fold_alu(const UOpRef& x) {
+  std::vector<ConstValue> vals;
+  for (const UOpRef& s : x->src()) {
+    if (!s->shape() || !is_const_view(s.get())) return nullptr;
+    vals.push_back(view_value(s.get()));
+  }
+  std::optional<ConstValue> v = fold_const(x->op(), x->dtype(), vals);
+  if (!v) return nullptr;
+  return const_view(device_of(x.get()), x->dtype(), *v, shape_of(x.get()));
+}
+
+UOpRef fold_cast(const UOpRef& x) {
+  if (x->op() != Ops::CAST || !is_const_view(x->src(0).get())) return nullptr;
+  return const_view(device_of(x.get()), x->dtype(), view_value(x->src(0).get()), shape_of(x.get()));
+}
+
+ConstValue identity_element(Ops op, DType d) {
+  if (op == Ops::ADD) return int64_t{0};
+  if (op == Ops::MUL) return int64_t{1};
+  if (d.is_float()) return -std::numeric_limits<double>::infinity();
+  if (d.is_bool()) return false;
+  return d.min_int();
+}
+
+UOpRef fold_reduce(const UOpRef& x) {
+  const UOp* src = x->src(0).get();
+  const auto& ra = x->arg_as<ReduceArg>();
+  int64_t n_in = prod(shape_of(src)), n_out = prod(shape_of(x.get()));
+  if (n_out == 0) return nullptr;
+  if (n_in == 0)
+    return const_view(device_of(x.get()), x->dtype(), identity_element(ra.op, x->dtype()), shape_of(x.get()));
+  if (!is_const_view(src)) return nullptr;
+  const ConstValue& v = view_value(src);
+  std::optional<ConstValue> r;
+  if (ra.op == Ops::MAX || n_in == n_out)
+    r = v;
+  else if (ra.op == Ops::ADD) {
+    ConstValue count =
+        x->dtype().is_float() ? ConstValue{static_cast<double>(n_in / n_out)} : ConstValue{n_in / n_out};
+    const ConstValue srcs[] = {v, count};
+    r = fold_const(Ops::MUL, x->dtype(), srcs);
+  }
+  if (!r) return nullptr;  // MUL of a constant other than 0/1 stays a (cheap) kernel
+  return const_view(device_of(x.get()), x->dtype(), *r, shape_of(x.get()));
+}
+
+bool is_identity_movement(const UOp* m) {
+  const IntVec& in = shape_of(m->src(0).get());
+  switch (m->op()) {
+    case Ops::RESHAPE:
+    case Ops::EXPAND:
+      return m->arg_as<IntVec>() == in;
+    case Ops::PERMUTE: {
+      const IntVec& p = m->arg_as<IntVec>();
+      for (size_t i = 0; i < p.size(); i++)
+        if (p[i] != static_cast<int64_t>(i)) return false;
+      return true;
+    }
+    case Ops::FLIP: {
+      const IntVec& f = m->arg_as<IntVec>();
+      for (size_t i = 0; i < f.size(); i++)
+        if (f[i] != 0 && in[i] > 1) return false;
+      return true;
+    }
+    case Ops::PAD:
+      for (auto [b, a] : m->arg_as<IntPairs>())
+        if (b != 0 || a != 0) return false;
+      return true;
+    case Ops::SHRINK: {
+      const IntPairs& s = m->arg_as<IntPairs>();
+      for (size_t i = 0; i < s.size(); i++)
+        if (s[i].first != 0 || s[i].second != in[i]) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+UPat any_op(OpSet ops, const char* name) { return UPat(ops, {}, std::nullopt, std::nullopt, name); }
+
+UOpRef take_x(Match& m) { return m["x"]; }
+UOpRef take_c(Match& m) { return m["c"]; }
+UOpRef drop_contiguous(Match& m) { return is_buffer_rowmajor(m["x"].get()) ? m["x"] : UOpRef(); }
+UOpRef drop_identity(Match& m) { return is_identity_movement(m["m"].get()) ? m["m"]->src(0) : UOpRef(); }
+UOpRef merge_reshapes(Match& m) { return m["r"]->with_src({m["x"]}); }
+UOpRef drop_copy(Match& m) { return device_of(m["x"].get()) == m["d"] ? m["x"] : UOpRef(); }
+
+}  // namespace
+
+const PatternMatcher& pm_cleanup() {
+  UPat x = UPat::var("x"), reshaped = UPat::op({Ops::RESHAPE}, {x});
+  static const PatternMatcher pm{
+      {UPat::op({Ops::DETACH}, {x}), take_x},               // detach(x) -> x
+      {UPat::op({Ops::CONTIGUOUS}, {x}), drop_contiguous},  // contiguous(buffer) -> buffer
+      {UPat::op({Ops::CONTIGUOUS}, {UPat::op({Ops::CONTIGUOUS}, {}, "c")}), take_c},  // contiguous(c) -> c
+      {any_op(group::Movement, "m"), drop_identity},                // x.reshape(x.shape) -> x
+      {UPat::op({Ops::RESHAPE}, {reshaped}, "r"), merge_reshapes},  // reshape(reshape(x)) -> reshape(x)
+      {UPat::op({Ops::COPY}, {x, UPat::var("d")}), drop_copy},      // copy(x, x.device) -> x
+  };
+  return pm;
+}
+
+const PatternMatcher& pm_fold_constants() {
+  static const PatternMatcher pm{
+      {any_op(group::ALU, "x"), [](Match& m) { return fold_alu(m["x"]); }},         // op(c1, c2) -> c
+      {any_op(OpSet{Ops::CAST}, "x"), [](Match& m) { return fold_cast(m["x"]); }},  // cast(c) -> c'
+      {any_op(OpSet{Ops::REDUCE_AXIS}, "x"), [](Match& m) { return fold_reduce(m["x"]); }},  // sum(c) -> c*n
+  };
+  return pm;
+}
+
+// ---- realize decisions ----
+
+namespace {
+
+struct MarkCtx {
+  RealizeInfo* info;
+  NodeSet* expanded;  // bases of broadcasting EXPANDs
+};
+
+bool broadcasts(const UOp* e) {
+  const IntVec& in = shape_of(e->src(0).get());
+  const IntVec& out = e->arg_as<IntVec>();
+  for (size_t i = 0; i < in.size(); i++)
+    if (in[i] == 1 && out[i] != 1) return true;
+  return false;
+}
+
+UOpRef mark_realize(Match& m) {
+  m.ctx<MarkCtx>().info->realized.insert(m["x"].get());
+  return nullptr;
+}
+
+UOpRef mark_copy(Match& m) {
+  const UOp* src = strip_reshape(m["x"]->src(0).get());
+  if (src->op() == Ops::ASSIGN) {
+    if (!is_buffer_rowmajor(src->src(0).get()))
+      throw NotSupportedError("copy", "copying an ASSIGN into part of a buffer: realize the assign first");
+  } else if (src->op() != Ops::BUFFER) {
+    m.ctx<MarkCtx>().info->realized.insert(src);  // a copy moves whole buffers
+  }
+  return mark_realize(m);
+}
+
+UOpRef mark_assign(Match& m) {
+  assign_buffer(m["x"].get());
+  return mark_realize(m);
+}
+
+UOpRef mark_expand(Match& m) {
+  if (broadcasts(m["x"].get())) m.ctx<MarkCtx>().expanded->insert(strip_movement(m["x"]->src(0).get()));
+  return nullptr;
+}
+
+const PatternMatcher& pm_realize_marks() {
+  static const PatternMatcher pm{
+      {any_op(OpSet{Ops::CONTIGUOUS}, "x"), mark_realize},  // the user asked for a buffer
+      {any_op(OpSet{Ops::COPY}, "x"), mark_copy},           // copies write a buffer on another device
+      {any_op(OpSet{Ops::ASSIGN}, "x"), mark_assign},       // writes into the target's buffer
+      {any_op(OpSet{Ops::EXPAND}, "x"), mark_expand},  // maybe: values read at more ranges than they have
+  };
+  return pm;
+}
+
+bool needs_no_kernel(const UOp* b) {
+  return b->op() == Ops::BUFFER || b->op() == Ops::DEFINE_VAR || b->op() == Ops::BIND || is_const_view(b);
+}
+
+}  // namespace
+
+RealizeInfo decide_realize(const UOpRef& sink, const NodeSet& forced) {
+  RealizeInfo info{forced, {}};
+  NodeSet expanded;
+  for (const UOpRef& r : sink->src()) {
+    const UOp* b = strip_movement(r.get());
+    if (!needs_no_kernel(b)) info.realized.insert(b);
+  }
+  MarkCtx mctx{&info, &expanded};
+  graph_rewrite(sink, pm_realize_marks(), mctx, {.name = "schedule: realize marks"});
+
+  // An expanded value is realized when recomputing it per broadcast element would repeat a reduce over
+  // buffers; cheap elementwise values are recomputed instead. Sources first, so decisions below are final.
+  enum : uint8_t { READS = 1, HEAVY = 2 };
+  std::unordered_map<const UOp*, uint8_t> flags;
+  for (const UOp* u : sink->toposort()) {
+    uint8_t f = u->op() == Ops::BUFFER ? READS : 0;
+    for (const UOpRef& s : u->src()) f |= flags[s.get()];
+    if (u->op() == Ops::REDUCE_AXIS && (flags[u->src(0).get()] & READS)) f |= HEAVY;
+    if ((f & HEAVY) && expanded.count(u)) info.realized.insert(u);
+    if (info.realized.count(u)) {
+      flags[u] = READS;
+    } else {
+      flags[u] = f;
+      if ((f & HEAVY) && !group::Movement.contains(u->op())) info.heavy.insert(u);
+    }
+  }
+  return info;
+}
+
+}  // namespace tg::sched

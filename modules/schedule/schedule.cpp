@@ -1,0 +1,232 @@
+// create_schedule: cleanup -> realize decisions -> one kernel per realized node -> ordering -> becomes map.
+#include "schedule/schedule.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "schedule/passes.hpp"
+#include "uop/spec.hpp"
+
+namespace tg {
+
+namespace {
+std::atomic<int64_t> g_next_unique{0};
+}  // namespace
+
+int64_t next_unique_id() { return g_next_unique.fetch_add(1, std::memory_order_relaxed); }
+
+UOpRef new_buffer(const UOpRef& device, int64_t numel, DType dtype) {
+  UOpRef unique = UOp::make(Ops::UNIQUE, dtypes::void_, {}, next_unique_id());
+  return UOp::make(Ops::BUFFER, dtype, {unique, device}, numel);
+}
+
+UOpRef becomes_view(const UOpRef& key, const UOpRef& value) {
+  return value->op() == Ops::BUFFER ? sched::reshape(value, sched::shape_of(key.get())) : value;
+}
+
+namespace sched {
+namespace {
+
+struct Kernel {
+  const UOp* node;
+  std::vector<const UOp*> leaves;    // realized nodes and BUFFERs it reads (ASSIGN: and writes)
+  std::optional<ScheduleItem> item;  // none for empty outputs
+};
+
+struct Built {
+  std::vector<Kernel> kernels;
+  std::unordered_map<const UOp*, UOpRef> views;  // realized node -> the view of the buffer holding it
+  NodeSet retry;                                 // nodes to realize too, then build again
+};
+
+std::vector<const UOp*> local_leaves(const UOp* x, const NodeSet& realized) {
+  std::vector<const UOp*> leaves, stack(x->src().size());
+  for (size_t i = 0; i < stack.size(); i++) stack[i] = x->src(i).get();
+  NodeSet seen;
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u).second) continue;
+    if (realized.count(u) || u->op() == Ops::BUFFER) {
+      leaves.push_back(u);
+      continue;
+    }
+    for (const UOpRef& s : u->src()) stack.push_back(s.get());
+  }
+  return leaves;
+}
+
+bool below(const UOp* top, const UOp* x) {
+  for (const UOp* u : top->toposort())
+    if (u == x) return true;
+  return false;
+}
+
+// A copy reads whole buffers: the source's BUFFER (through RESHAPEs and earlier ASSIGNs to it).
+UOpRef copy_source(const UOp* src, const Built& b) {
+  for (;;) {
+    src = strip_reshape(src);
+    if (src->op() == Ops::ASSIGN)
+      src = src->src(0).get();
+    else if (src->op() == Ops::BUFFER)
+      return src->ref();
+    else
+      return strip_reshape(b.views.at(src).get())->ref();
+  }
+}
+
+// An ASSIGN that reads its own target at another element than the one it writes must read a copy.
+bool has_hazard(const UOpRef& ast) {
+  const UOp* store = ast->src(0).get();
+  if (store->op() == Ops::END) store = store->src(0).get();
+  const UOp* addr = store->src(0).get();
+  for (const UOp* u : ast->toposort())
+    if (u->op() == Ops::LOAD && u->src(0)->src(0) == addr->src(0) && u->src(0).get() != addr) return true;
+  return false;
+}
+
+Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals) {
+  Built b;
+  std::unordered_map<const UOp*, HeavyUse> heavy_uses;
+  for (const UOp* x : sink->toposort()) {
+    if (!info.realized.count(x)) continue;
+    Kernel k{x, local_leaves(x, info.realized), std::nullopt};
+    const IntVec& shape = shape_of(x);
+    int64_t numel = prod(shape);
+    if (x->op() == Ops::COPY) {
+      UOpRef src = copy_source(x->src(0).get(), b), out = new_buffer(x->src(1), numel, x->dtype());
+      b.views[x] = reshape(out, shape);
+      if (numel > 0) k.item = ScheduleItem{UOp::make(Ops::COPY, x->dtype(), {src, x->src(1)}), {out, src}};
+      b.kernels.push_back(std::move(k));
+      continue;
+    }
+    UOpRef value = x->ref(), target, out;
+    if (x->op() == Ops::ASSIGN) {
+      target = x->src(0), value = x->src(1), out = assign_buffer(x)->ref();
+      b.views[x] = target;
+    } else {
+      if (x->op() == Ops::CONTIGUOUS) value = x->src(0);
+      UOpRef device = device_of(x);
+      if (!device) throw DeviceError("schedule", fmt::format("cannot tell which device {} is on", x->str()));
+      out = new_buffer(device, numel, x->dtype());
+      b.views[x] = reshape(out, shape);
+    }
+    if (numel > 0) {
+      LowerCtx ctx;
+      ctx.views = &b.views, ctx.root = x, ctx.kernel = static_cast<int>(b.kernels.size());
+      ctx.heavy = &info.heavy, ctx.heavy_uses = &heavy_uses, ctx.repeated = &b.retry, ctx.var_vals = var_vals;
+      UOpRef ast = lower_kernel(value, out, target, ctx);
+      if (target && has_hazard(ast)) b.retry.insert(value.get());
+      k.item = ScheduleItem{ast, std::move(ctx.bufs)};
+    }
+    b.kernels.push_back(std::move(k));
+  }
+  return b;
+}
+
+// Dependencies first: a kernel runs after the kernels whose outputs it reads, and before an ASSIGN that
+// overwrites a buffer state it reads. Ties keep build order.
+std::vector<size_t> order(const std::vector<Kernel>& ks) {
+  std::unordered_map<const UOp*, size_t> producer;
+  for (size_t i = 0; i < ks.size(); i++) producer[ks[i].node] = i;
+  std::vector<std::vector<size_t>> next(ks.size());
+  std::vector<int> indeg(ks.size(), 0);
+  auto edge = [&](size_t a, size_t b) { next[a].push_back(b), indeg[b]++; };
+  for (size_t i = 0; i < ks.size(); i++) {
+    for (const UOp* l : ks[i].leaves)
+      if (auto it = producer.find(l); it != producer.end()) edge(it->second, i);
+    if (ks[i].node->op() != Ops::ASSIGN) continue;
+    const UOp* prev_state = strip_movement(ks[i].node->src(0).get());
+    for (size_t j = 0; j < ks.size(); j++)
+      if (j != i && std::find(ks[j].leaves.begin(), ks[j].leaves.end(), prev_state) != ks[j].leaves.end())
+        edge(j, i);
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < ks.size(); i++)
+    if (indeg[i] == 0) ready.push(i);
+  std::vector<size_t> out;
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    out.push_back(i);
+    for (size_t j : next[i])
+      if (--indeg[j] == 0) ready.push(j);
+  }
+  if (out.size() != ks.size())
+    throw ValueError(
+        "schedule",
+        "cycle between assigns: a kernel must both precede and follow a write to the same buffer");
+  return out;
+}
+
+}  // namespace
+}  // namespace sched
+
+std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& becomes, VarVals* var_vals) {
+  using namespace sched;
+  bool check = spec_enabled();
+  if (check) verify_tensor_graph(sink);
+  std::vector<UOpRef> roots;
+  if (sink->op() == Ops::SINK)
+    roots.assign(sink->src().begin(), sink->src().end());
+  else
+    roots.push_back(sink);
+  // Keys of the becomes map: root bases, then every CONTIGUOUS and ASSIGN; rewritten side by side.
+  std::vector<UOpRef> keys;
+  NodeSet seen;
+  auto add_key = [&](const UOp* u) {
+    if (seen.insert(u).second) keys.push_back(u->ref());
+  };
+  for (const UOpRef& r : roots) add_key(strip_movement(r.get()));
+  for (const UOp* u : UOp::sink(roots)->toposort())
+    if (u->op() == Ops::CONTIGUOUS || u->op() == Ops::ASSIGN) add_key(u);
+  UOpRef clean = graph_rewrite(UOp::sink(keys), pm_cleanup() + pm_fold_constants(), nullptr,
+                               {.name = "schedule: cleanup and fold constants"});
+
+  NodeSet forced;
+  RealizeInfo info;
+  Built built;
+  for (;;) {
+    info = decide_realize(clean, forced);
+    built = build(clean, info, var_vals);
+    if (built.retry.empty()) break;
+    // A node inside another one to realize is read twice only because that one is: realize the outer first.
+    size_t before = forced.size();
+    for (const UOp* r : built.retry) {
+      bool inner = false;
+      for (const UOp* q : built.retry)
+        if (q != r && !inner) inner = below(q, r);
+      if (!inner) forced.insert(r);
+    }
+    if (forced.size() == before) throw NotSupportedError("schedule", "an ASSIGN reads its target in a way no copy fixes");
+  }
+
+  std::vector<ScheduleItem> items;
+  for (size_t i : order(built.kernels)) {
+    if (!built.kernels[i].item) continue;
+    items.push_back(std::move(*built.kernels[i].item));
+    if (check && !items.back().is_copy()) verify_kernel_graph(items.back().ast);
+    debug_log(5, "{}", items.back().str());
+  }
+
+  for (size_t i = 0; i < keys.size(); i++) {
+    UOpRef v = clean->src(i);
+    const UOp* base = strip_movement(v.get());
+    if (info.realized.count(base)) {
+      const UOpRef& holder = built.views.at(base);
+      v = v.get() == base ? holder : v->substitute({{base, holder}});
+    }
+    const UOp* buf = strip_reshape(v.get());
+    if (buf->op() == Ops::BUFFER && prod(shape_of(v.get())) == buf->arg_as<int64_t>()) v = buf->ref();
+    if (v != keys[i]) becomes[keys[i]] = v;
+  }
+  return items;
+}
+
+}  // namespace tg

@@ -1,0 +1,45 @@
+#pragma once
+// Helpers shared by the files that implement Tensor (not installed).
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.hpp"
+
+namespace tg::detail {
+
+std::string shape_str(const Shape& s);  // "(3,4)", "(5,)", "()"
+int64_t prod(const Shape& s);
+// Negative axes count from the end; IndexError "[op] axis 3 is out of range for 2 dimensions".
+int normalize_axis(int axis, int ndim, std::string_view op);
+std::vector<int> normalize_axes(const Axes& axes, int ndim, std::string_view op);  // sorted, unique
+
+UOpRef device_uop(std::string_view device);
+// The constant v (converted to d) as a tensor of the given shape: CONST.reshape((1,)*n).expand(shape).
+Tensor const_tensor(ConstValue v, DType d, const Shape& shape, std::string_view device);
+// A tensor computing u on like's device that keeps the buffers of every tensor in from alive.
+Tensor derive(UOpRef u, const Tensor& like, std::initializer_list<const Tensor*> from);
+// ALU node over tensors of equal shape and dtype (comparisons give bool, WHERE takes its value dtype).
+Tensor alu(Ops op, const Tensor& a);
+Tensor alu(Ops op, const Tensor& a, const Tensor& b);
+Tensor alu(Ops op, const Tensor& a, const Tensor& b, const Tensor& c);
+
+void check_same_device(const Tensor& a, const Tensor& b, std::string_view op);
+// How a plain number promotes next to a tensor (dtypes::least_upper_weak).
+dtypes::WeakKind weak_kind(const Number& n);
+Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op);
+Tensor broadcast_to(const Tensor& t, const Shape& shape, std::string_view op);
+// x and y with a common dtype and shape; reverse swaps them. A number becomes a weak constant.
+std::pair<Tensor, Tensor> broadcasted(const Tensor& x, const Operand& y, bool reverse, std::string_view op);
+// x promoted to a float dtype (floats stay, others become float32) for transcendental ops.
+Tensor to_float(const Tensor& x);
+// The order-reversing map (-x for floats, ~x for ints and bools) used for min/argmin/minimum.
+Tensor inverse(const Tensor& x);
+Tensor shrink_axis(const Tensor& x, int axis, int64_t begin, int64_t end);  // [begin, end) of one axis
+Tensor broadcast_axis(const Tensor& x, int axis, int64_t n);                // a size-1 axis expanded to n
+// Row-major strides trick: every step-th element along axis (pads the axis up to a multiple of step).
+Tensor take_every(const Tensor& x, int axis, int64_t step);
+
+}  // namespace tg::detail

@@ -1,0 +1,149 @@
+// Matrix products from primitives: line the operands up with reshape/expand, multiply, sum the shared
+// axis. There is no MATMUL op; the scheduler and code generator see a fused multiply-reduce.
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "tensor/internal.hpp"
+
+namespace tg {
+
+Tensor Tensor::dot(const Tensor& w, std::optional<DType> dtype) const {
+  int dx = ndim(), dw = w.ndim();
+  if (dx == 0 || dw == 0)
+    throw ShapeError("dot", fmt::format("both tensors need at least 1 dimension, got {}d and {}d", dx, dw));
+  int axis_w = dw >= 2 ? dw - 2 : 0;  // the axis of w that meets x's last axis
+  if (shape().back() != w.shape()[axis_w])
+    throw ShapeError("dot", fmt::format("cannot multiply {} by {}", detail::shape_str(shape()),
+                                        detail::shape_str(w.shape())));
+  detail::check_same_device(*this, w, "dot");
+  // x: (..., m, 1, k)   w: (..., 1, n, k) -> x*w summed over k
+  int extra = std::min({dx - 1, dw - 1, 1});
+  Shape xs(shape().begin(), shape().end() - 1), ws(w.shape().begin(), w.shape().begin() + axis_w);
+  xs.insert(xs.end(), extra, 1);
+  xs.push_back(shape().back());
+  ws.insert(ws.end(), extra, 1);
+  ws.insert(ws.end(), w.shape().begin() + axis_w, w.shape().end());
+  Tensor wt = w.reshape(ws).transpose(-1, axis_w - dw);
+  DType out = dtype.value_or(dtypes::least_upper(this->dtype(), w.dtype()));
+  return (reshape(xs) * wt).sum(-1, false, dtype).cast(out);
+}
+
+Tensor Tensor::matmul(const Tensor& w, std::optional<DType> dtype) const { return dot(w, dtype); }
+
+Tensor Tensor::linear(const Tensor& weight, const Tensor& bias) const {
+  Tensor x = weight.ndim() == 1 ? *this * weight : dot(weight);
+  return bias.defined() ? x + bias : x;
+}
+
+namespace {
+
+// The diagonal over axes j < k of equal size n: both move to the end, flatten to n*n, and a pad to
+// n*(n+1) lines the diagonal up in column 0.
+Tensor diagonal(const Tensor& x, int j, int k) {
+  int64_t n = x.shape()[j];
+  if (x.shape()[k] != n)
+    throw ShapeError("einsum",
+                     fmt::format("a repeated index needs equal sizes, got {} and {}", n, x.shape()[k]));
+  Dims perm;
+  for (int d = 0; d < x.ndim(); d++)
+    if (d != j && d != k) perm.push_back(d);
+  perm.push_back(j);
+  perm.push_back(k);
+  Tensor y = x.permute(perm).flatten(-2);
+  std::vector<std::pair<int64_t, int64_t>> p(y.ndim(), {0, 0});
+  p.back() = {0, n};
+  y = y.pad(p).unflatten(-1, {n, n + 1});
+  return detail::shrink_axis(y, y.ndim() - 1, 0, 1).squeeze(-1);
+}
+
+}  // namespace
+
+Tensor Tensor::einsum(std::string_view formula, std::vector<Tensor> xs, std::optional<DType> dtype) {
+  std::string f;
+  for (char c : formula)
+    if (c != ' ') f += c;
+  if (f.find("...") != std::string::npos)
+    throw NotSupportedError("einsum", "'...' in the formula is not supported");
+  size_t arrow = f.find("->");
+  std::string lhs = f.substr(0, arrow), rhs;
+  std::vector<std::string> inputs(1);
+  for (char c : lhs) {
+    if (c == ',')
+      inputs.emplace_back();
+    else
+      inputs.back().push_back(c);
+  }
+  if (inputs.size() != xs.size())
+    throw ValueError(
+        "einsum", fmt::format("'{}' names {} operands but {} were given", formula, inputs.size(), xs.size()));
+  for (char c : lhs)
+    if (c != ',' && !std::isalpha(static_cast<unsigned char>(c)))
+      throw ValueError("einsum", fmt::format("'{}' is not a letter in '{}'", c, formula));
+  if (arrow != std::string::npos)
+    rhs = f.substr(arrow + 2);
+  else
+    for (char c = 'A'; c <= 'z'; c++)
+      if (std::count(lhs.begin(), lhs.end(), c) == 1) rhs += c;
+
+  std::map<char, int64_t> sizes;
+  for (size_t i = 0; i < xs.size(); i++) {
+    std::string& s = inputs[i];
+    if (static_cast<int>(s.size()) != xs[i].ndim())
+      throw ShapeError("einsum",
+                       fmt::format("operand {} has {} axes but '{}' names {}", i, xs[i].ndim(), s, s.size()));
+    while (true) {  // a letter twice in one operand: take the diagonal, which becomes the last axis
+      size_t j = 0, k = std::string::npos;
+      for (size_t a = 0; a < s.size() && k == std::string::npos; a++) {
+        j = a;
+        k = s.find(s[a], a + 1);
+      }
+      if (k == std::string::npos) break;
+      char c = s[j];
+      xs[i] = diagonal(xs[i], static_cast<int>(j), static_cast<int>(k));
+      s.erase(k, 1);
+      s.erase(j, 1);
+      s.push_back(c);
+    }
+    for (size_t j = 0; j < s.size(); j++) {
+      auto [it, fresh] = sizes.emplace(s[j], xs[i].shape()[j]);
+      if (!fresh && it->second != xs[i].shape()[j])
+        throw ShapeError("einsum", fmt::format("'{}' has size {} in one operand and {} in another", s[j],
+                                               it->second, xs[i].shape()[j]));
+    }
+  }
+  for (char c : rhs)
+    if (!sizes.count(c))
+      throw ValueError("einsum", fmt::format("output index '{}' is not in any operand", c));
+
+  std::string alpha;
+  for (auto& [c, n] : sizes) alpha += c;
+  Tensor prod;
+  for (size_t i = 0; i < xs.size(); i++) {
+    std::string sorted = inputs[i];
+    std::sort(sorted.begin(), sorted.end());
+    Dims perm;
+    for (char c : sorted) perm.push_back(static_cast<int>(inputs[i].find(c)));
+    Shape aligned;
+    for (char c : alpha) aligned.push_back(sorted.find(c) != std::string::npos ? sizes[c] : 1);
+    Tensor x = xs[i].permute(perm).reshape(aligned);
+    prod = prod.defined() ? prod * x : x;
+  }
+  std::vector<int> summed;
+  std::string kept;
+  for (size_t i = 0; i < alpha.size(); i++) {
+    if (rhs.find(alpha[i]) == std::string::npos)
+      summed.push_back(static_cast<int>(i));
+    else
+      kept += alpha[i];
+  }
+  Tensor r = summed.empty() ? prod : prod.sum(summed, false, dtype);
+  Dims order;
+  for (char c : rhs) order.push_back(static_cast<int>(kept.find(c)));
+  return r.permute(order);
+}
+
+}  // namespace tg

@@ -1,0 +1,59 @@
+#pragma once
+// The realization boundary: everything Tensor needs from the stages after it (schedule, codegen,
+// runtime), and nothing more. Tensor only builds tensor-graph UOps (docs/ir-stages.md, stage 1); these
+// functions own buffers and turn graphs into values.
+//
+// Buffer lifetime: a BUFFER UOp names storage (by its UNIQUE id) but does not own it. Whoever creates or
+// realizes a buffer returns a BufferHold; the storage lives as long as some hold does. A Tensor keeps the
+// holds of every buffer its graph reads, so lazy graphs never outlive their inputs.
+#include <cstddef>
+#include <memory>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/dtype.hpp"
+#include "uop/uop.hpp"
+
+namespace tg {
+
+using BufferHold = std::shared_ptr<const void>;
+
+struct RealizedBuffer {
+  UOpRef buffer;  // BUFFER(UNIQUE, DEVICE, arg=numel) with the element dtype
+  BufferHold hold;
+};
+
+// One kernel (or copy) of a schedule, for inspection: its AST (docs/ir-stages.md, stage 2) and the
+// BUFFER UOps behind DEFINE_GLOBAL 0..n-1, outputs first.
+struct ScheduleItemView {
+  UOpRef ast;
+  std::vector<UOpRef> bufs;
+};
+std::ostream& operator<<(std::ostream& os, const ScheduleItemView& si);
+
+// The device new tensors go to when none is named (DEV, else the first usable device).
+std::string default_device();
+// "clang" -> "CLANG", "clang:0" -> "CLANG"; throws DeviceError for a malformed spec.
+std::string canonical_device(std::string_view spec);
+
+// A new buffer of data.size() / dtype.itemsize() elements holding a copy of data (dtype's encoding).
+RealizedBuffer buffer_from_host(std::string_view device, DType dtype, std::span<const std::byte> data);
+// A new buffer with unspecified contents.
+RealizedBuffer buffer_empty(std::string_view device, DType dtype, int64_t numel);
+
+// Computes every root (a tensor-graph UOp with a shape) and returns, per root, a buffer holding its
+// elements in row-major order (dtype = the root's dtype, numel = product of its shape). A root that is
+// already a contiguous view of a whole buffer (BUFFER or BUFFER.reshape) returns that buffer. ASSIGNs
+// in the graph write into their target's buffer. Throws a tg::Error for graphs it cannot run.
+std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots);
+
+// Copies a realized buffer's bytes to the host; dst may be shorter than the buffer.
+void copy_to_host(const UOpRef& buffer, std::span<std::byte> dst);
+
+// The kernels realize_uops would run for these roots, without running them.
+std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef> roots);
+
+}  // namespace tg

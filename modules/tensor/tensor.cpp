@@ -1,0 +1,290 @@
+// Tensor core: the handle, properties, realization, dtype changes and in-place assignment.
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "tensor/host_value.hpp"
+#include "tensor/internal.hpp"
+
+namespace tg {
+
+struct Tensor::Impl {
+  UOpRef uop;
+  std::string device;
+  std::vector<BufferHold> holds;
+  bool requires_grad = false;
+  std::shared_ptr<Impl> grad;
+};
+
+double Number::to_double() const { return host::as_double(dtypes::int64, v_); }
+
+DType Number::default_dtype() const {
+  return is_bool() ? dtypes::bool_ : is_int() ? dtypes::default_int : dtypes::default_float;
+}
+
+Tensor::Tensor(Number v, std::optional<DType> dtype, std::string_view device) {
+  std::string dev = device.empty() ? default_device() : canonical_device(device);
+  *this = detail::const_tensor(v.value(), dtype.value_or(v.default_dtype()), {}, dev);
+}
+
+Tensor::Tensor(UOpRef uop, std::string device, std::vector<BufferHold> holds)
+    : impl_(std::make_shared<Impl>(Impl{std::move(uop), std::move(device), std::move(holds)})) {
+  if (!impl_->uop || impl_->uop->shape() == nullptr)
+    throw ValueError("tensor", "a tensor needs a tensor-level UOp with a shape");
+}
+
+void Tensor::init_from_host(std::span<const std::byte> bytes, DType src, Shape shape,
+                            std::optional<DType> dtype, std::string_view device) {
+  auto n = static_cast<int64_t>(bytes.size() / src.itemsize());
+  if (shape.empty()) shape = {n};  // a 0-d tensor comes from Tensor(Number)
+  if (detail::prod(shape) != n)
+    throw ShapeError("tensor",
+                     fmt::format("{} values do not fill the shape {}", n, detail::shape_str(shape)));
+  DType dt = dtype.value_or(src);
+  std::vector<std::byte> converted;
+  if (dt != src) {
+    converted.resize(static_cast<size_t>(n) * dt.itemsize());
+    for (int64_t i = 0; i < n; i++) {
+      ConstValue v = host::load(src, bytes.data() + i * src.itemsize());
+      host::store(dt, host::convert(dt, src, v), converted.data() + i * dt.itemsize());
+    }
+    bytes = converted;
+  }
+  std::string dev = device.empty() ? default_device() : canonical_device(device);
+  RealizedBuffer rb = buffer_from_host(dev, dt, bytes);
+  *this = Tensor(UOp::make(Ops::RESHAPE, dt, {rb.buffer}, IntVec(shape)), dev, {rb.hold});
+}
+
+Tensor::Impl& Tensor::impl() const {
+  if (!impl_) throw ValueError("tensor", "operation on an undefined Tensor");
+  return *impl_;
+}
+
+const UOpRef& Tensor::uop() const { return impl().uop; }
+const Shape& Tensor::shape() const { return *impl().uop->shape(); }
+int64_t Tensor::shape(int dim) const { return shape()[detail::normalize_axis(dim, ndim(), "shape")]; }
+int64_t Tensor::numel() const { return detail::prod(shape()); }
+const std::string& Tensor::device() const { return impl().device; }
+const std::vector<BufferHold>& Tensor::holds() const { return impl().holds; }
+bool Tensor::requires_grad() const { return impl().requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool on) {
+  impl().requires_grad = on;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  Tensor g;
+  g.impl_ = impl().grad;
+  return g;
+}
+
+void Tensor::set_grad(const Tensor& g) { impl().grad = g.impl_; }
+
+namespace detail {
+
+std::string shape_str(const Shape& s) {
+  if (s.size() == 1) return fmt::format("({},)", s[0]);
+  return fmt::format("({})", fmt::join(s, ","));
+}
+
+int64_t prod(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+int normalize_axis(int axis, int ndim, std::string_view op) {
+  int a = axis < 0 ? axis + ndim : axis;
+  if (a < 0 || a >= ndim)
+    throw IndexError(
+        op, fmt::format("axis {} is out of range for {} dimension{}", axis, ndim, ndim == 1 ? "" : "s"));
+  return a;
+}
+
+std::vector<int> normalize_axes(const Axes& axes, int ndim, std::string_view op) {
+  std::vector<int> out;
+  if (axes.all())
+    for (int i = 0; i < ndim; i++) out.push_back(i);
+  else
+    for (int a : axes.list()) out.push_back(normalize_axis(a, ndim, op));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+UOpRef device_uop(std::string_view device) {
+  return UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device));
+}
+
+Tensor const_tensor(ConstValue v, DType d, const Shape& shape, std::string_view device) {
+  Arg arg = std::visit([](auto x) -> Arg { return x; }, host::normalize(d, v));
+  UOpRef u = UOp::make(Ops::CONST, d, {device_uop(device)}, std::move(arg));
+  if (!shape.empty()) {
+    u = UOp::make(Ops::RESHAPE, d, {u}, IntVec(shape.size(), 1));
+    if (prod(shape) != 1) u = UOp::make(Ops::EXPAND, d, {u}, IntVec(shape));
+  }
+  return Tensor(u, std::string(device));
+}
+
+Tensor derive(UOpRef u, const Tensor& like, std::initializer_list<const Tensor*> from) {
+  std::vector<BufferHold> holds;
+  for (const Tensor* t : from)
+    for (const BufferHold& h : t->holds())
+      if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
+  return Tensor(std::move(u), like.device(), std::move(holds));
+}
+
+static DType alu_dtype(Ops op, DType first) { return group::Comparison.contains(op) ? dtypes::bool_ : first; }
+
+Tensor alu(Ops op, const Tensor& a) {
+  return derive(UOp::make(op, alu_dtype(op, a.dtype()), {a.uop()}), a, {&a});
+}
+
+Tensor alu(Ops op, const Tensor& a, const Tensor& b) {
+  return derive(UOp::make(op, alu_dtype(op, a.dtype()), {a.uop(), b.uop()}), a, {&a, &b});
+}
+
+Tensor alu(Ops op, const Tensor& a, const Tensor& b, const Tensor& c) {
+  DType d = op == Ops::WHERE ? b.dtype() : alu_dtype(op, a.dtype());
+  return derive(UOp::make(op, d, {a.uop(), b.uop(), c.uop()}), a, {&a, &b, &c});
+}
+
+}  // namespace detail
+
+// ---- realization ----
+
+Tensor& Tensor::realize() {
+  realize_all({*this});
+  return *this;
+}
+
+void Tensor::realize_all(std::vector<Tensor> tensors) {
+  std::vector<UOpRef> roots;
+  for (const Tensor& t : tensors) roots.push_back(t.uop());
+  std::vector<RealizedBuffer> bufs = realize_uops(roots);
+  for (size_t i = 0; i < tensors.size(); i++) {
+    Impl& im = tensors[i].impl();
+    const Shape& shape = *im.uop->shape();
+    im.uop = UOp::make(Ops::RESHAPE, im.uop->dtype(), {bufs[i].buffer}, IntVec(shape));
+    im.holds = {bufs[i].hold};
+  }
+}
+
+std::vector<std::byte> Tensor::to_bytes() const {
+  Tensor t = *this;
+  t.realize();
+  const UOpRef& buf = t.uop()->src(0);
+  std::vector<std::byte> out(static_cast<size_t>(numel()) * dtype().itemsize());
+  copy_to_host(buf, out);
+  return out;
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  std::vector<std::byte> bytes = to_bytes();
+  DType d = dtype(), as = dtype_of<T>();
+  std::vector<T> out(static_cast<size_t>(numel()));
+  for (size_t i = 0; i < out.size(); i++) {
+    ConstValue v = host::convert(as, d, host::load(d, bytes.data() + i * d.itemsize()));
+    std::visit([&](auto x) { out[i] = static_cast<T>(x); }, v);
+  }
+  return out;
+}
+
+template <typename T>
+T Tensor::item() const {
+  if (numel() != 1)
+    throw ValueError("item", fmt::format("needs exactly one element, the tensor has shape {}",
+                                         detail::shape_str(shape())));
+  return to_vector<T>()[0];
+}
+
+#define TG_INSTANTIATE(T)                               \
+  template std::vector<T> Tensor::to_vector<T>() const; \
+  template T Tensor::item<T>() const;
+TG_INSTANTIATE(bool)
+TG_INSTANTIATE(int8_t)
+TG_INSTANTIATE(uint8_t)
+TG_INSTANTIATE(int16_t)
+TG_INSTANTIATE(uint16_t)
+TG_INSTANTIATE(int32_t)
+TG_INSTANTIATE(uint32_t)
+TG_INSTANTIATE(int64_t)
+TG_INSTANTIATE(uint64_t)
+TG_INSTANTIATE(float)
+TG_INSTANTIATE(double)
+#undef TG_INSTANTIATE
+
+std::vector<ScheduleItemView> Tensor::schedule() const {
+  UOpRef root = uop();
+  return schedule_uops(std::span<const UOpRef>(&root, 1));
+}
+
+// ---- dtype ----
+
+Tensor Tensor::cast(DType d) const {
+  if (d.count() != 1 || d.is_ptr() || d.scalar() == Scalar::VOID || d.scalar() == Scalar::INDEX)
+    throw DTypeError("cast", fmt::format("{} is not a tensor element dtype", d.str()));
+  if (d == dtype()) return *this;
+  return detail::derive(UOp::make(Ops::CAST, d, {uop()}), *this, {this});
+}
+
+Tensor Tensor::bitcast(DType d) const {
+  if (d.count() != 1 || d.is_ptr() || d.scalar() == Scalar::VOID || d.scalar() == Scalar::INDEX ||
+      d.is_bool() || dtype().is_bool())
+    throw DTypeError("bitcast", fmt::format("cannot bitcast {} to {}", dtype().name(), d.name()));
+  if (d == dtype()) return *this;
+  return detail::derive(UOp::make(Ops::BITCAST, d, {uop()}), *this, {this});
+}
+
+Tensor Tensor::detach() const {
+  return detail::derive(UOp::make(Ops::DETACH, dtype(), {uop()}), *this, {this});
+}
+
+Tensor Tensor::contiguous() const {
+  Ops op = uop()->op();
+  if (op == Ops::CONTIGUOUS || op == Ops::BUFFER ||
+      (op == Ops::RESHAPE && uop()->src(0)->op() == Ops::BUFFER))
+    return *this;
+  return detail::derive(UOp::make(Ops::CONTIGUOUS, dtype(), {uop()}), *this, {this});
+}
+
+Tensor Tensor::to(std::string_view device) const {
+  std::string dev = canonical_device(device);
+  if (dev == this->device()) return *this;
+  UOpRef u = UOp::make(Ops::COPY, dtype(), {uop(), detail::device_uop(dev)});
+  return Tensor(u, dev, holds());
+}
+
+static bool is_buffer_view(const UOp* u) {
+  while (group::Movement.contains(u->op())) u = u->src(0).get();
+  return u->op() == Ops::BUFFER;
+}
+
+Tensor& Tensor::assign(const Operand& x) {
+  Tensor v = x.tensor() ? *x.tensor() : detail::const_tensor(x.number()->value(), dtype(), shape(), device());
+  detail::check_same_device(*this, v, "assign");
+  if (v.dtype() != dtype())
+    throw DTypeError("assign", fmt::format("value is {} but the target is {}; cast it first",
+                                           v.dtype().name(), dtype().name()));
+  if (v.shape() != shape()) {
+    if (detail::broadcast_shape(v.shape(), shape(), "assign") != shape())
+      throw ShapeError("assign", fmt::format("cannot assign {} to {}", detail::shape_str(v.shape()),
+                                             detail::shape_str(shape())));
+    v = detail::broadcast_to(v, shape(), "assign");
+  }
+  if (!is_buffer_view(uop().get())) realize();
+  std::vector<BufferHold> holds = impl().holds;
+  for (const BufferHold& h : v.holds())
+    if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
+  impl().uop = UOp::make(Ops::ASSIGN, dtype(), {uop(), v.uop()});
+  impl().holds = std::move(holds);
+  return *this;
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+}  // namespace tg

@@ -1,0 +1,417 @@
+#pragma once
+// tg::Tensor, the lazy front end. Every op builds tensor-graph UOps (docs/ir-stages.md, stage 1) and
+// returns at once; nothing runs until realize(), to_vector(), item(), printing or schedule().
+//
+// A Tensor is a shared handle, like a Python object: copies refer to the same tensor, so realize(),
+// assign() and requires_grad_() are seen through every copy. Ops never change their inputs.
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "base/dtype.hpp"
+#include "tensor/realize.hpp"
+#include "uop/uop.hpp"
+
+namespace tg {
+
+using Shape = std::vector<int64_t>;
+using Dims = std::vector<int>;
+
+// A scalar argument. It remembers whether it was written as a bool, an integer or a floating-point
+// number: that decides its dtype next to a tensor (a weak constant, so int_tensor * 2 stays int and
+// half_tensor * 2.5 stays half).
+class Number {
+ public:
+  template <typename T>
+  requires std::is_arithmetic_v<T>
+  constexpr Number(T v) {
+    if constexpr (std::is_same_v<T, bool>)
+      v_ = v;
+    else if constexpr (std::is_integral_v<T>)
+      v_ = static_cast<int64_t>(v);
+    else
+      v_ = static_cast<double>(v);
+  }
+  const ConstValue& value() const { return v_; }
+  bool is_bool() const { return std::holds_alternative<bool>(v_); }
+  bool is_int() const { return std::holds_alternative<int64_t>(v_); }
+  bool is_float() const { return std::holds_alternative<double>(v_); }
+  double to_double() const;
+  DType default_dtype() const;  // bool, dtypes::default_int or dtypes::default_float
+
+ private:
+  ConstValue v_;
+};
+
+// Axes to reduce over: one axis, a list (negative axes count from the end), or by default all of them.
+class Axes {
+ public:
+  Axes() = default;
+  Axes(int axis) : axes_(std::vector<int>{axis}) {}
+  Axes(std::initializer_list<int> axes) : axes_(std::vector<int>(axes)) {}
+  Axes(std::vector<int> axes) : axes_(std::move(axes)) {}
+  bool all() const { return !axes_.has_value(); }
+  const std::vector<int>& list() const { return *axes_; }
+
+ private:
+  std::optional<std::vector<int>> axes_;
+};
+
+// Python slice start:stop:step; empty fields take Python's defaults. Slice{} is ":".
+struct Slice {
+  std::optional<int64_t> start, stop, step;
+};
+struct NewAxis {};
+inline constexpr NewAxis newaxis{};  // None in Python: inserts an axis of size 1
+struct EllipsisIndex {};
+inline constexpr EllipsisIndex ellipsis{};  // ... in Python
+
+enum class PadMode { CONSTANT, REFLECT, REPLICATE, CIRCULAR };
+enum class Rounding { TRUNC, FLOOR };
+enum class Reduction { MEAN, SUM, NONE };
+
+class Index;
+class Operand;
+
+class Tensor {
+ public:
+  // ---- construction ----
+  Tensor() = default;  // undefined: defined() is false and every op throws
+  // A 0-d tensor: bool -> bool, integers -> int32, floats -> float32 unless dtype says otherwise.
+  explicit Tensor(Number v, std::optional<DType> dtype = {}, std::string_view device = {});
+  // From host data; an empty shape means (data.size(),). The element type sets the dtype (float -> float32,
+  // double -> float64, ...) unless dtype is given, then values are converted as a C cast would.
+  template <typename T>
+  requires std::is_arithmetic_v<T>
+  explicit Tensor(const std::vector<T>& data, Shape shape = {}, std::optional<DType> dtype = {},
+                  std::string_view device = {});
+  // Braced lists follow PyTorch: Tensor({1.0, 2.0}) is float32, Tensor({1, 2}) is int32.
+  template <typename T>
+  requires std::is_arithmetic_v<T> Tensor(std::initializer_list<T> data, Shape shape = {},
+                                          std::optional<DType> dtype = {}, std::string_view device = {});
+  // Wraps a tensor-graph UOp computed on device; holds keep the buffers it reads alive.
+  Tensor(UOpRef uop, std::string device, std::vector<BufferHold> holds = {});
+
+  static Tensor empty(Shape shape, DType dtype = dtypes::default_float, std::string_view device = {});
+  static Tensor zeros(Shape shape, DType dtype = dtypes::default_float, std::string_view device = {});
+  static Tensor ones(Shape shape, DType dtype = dtypes::default_float, std::string_view device = {});
+  static Tensor full(Shape shape, Number fill, std::optional<DType> dtype = {}, std::string_view device = {});
+  // [0, stop) or [start, stop) by step; int32 unless an argument is floating point (then float32).
+  static Tensor arange(Number stop, std::optional<DType> dtype = {}, std::string_view device = {});
+  static Tensor arange(Number start, Number stop, Number step = 1, std::optional<DType> dtype = {},
+                       std::string_view device = {});
+  static Tensor linspace(Number start, Number stop, int64_t steps, DType dtype = dtypes::default_float,
+                         std::string_view device = {});
+  static Tensor eye(int64_t n, std::optional<int64_t> m = {}, DType dtype = dtypes::default_float,
+                    std::string_view device = {});
+  Tensor empty_like(std::optional<DType> dtype = {}) const;
+  Tensor zeros_like(std::optional<DType> dtype = {}) const;
+  Tensor ones_like(std::optional<DType> dtype = {}) const;
+  Tensor full_like(Number fill, std::optional<DType> dtype = {}) const;
+
+  // ---- random (threefry, counter based: the same numbers for a seed on every device) ----
+  static void manual_seed(uint64_t seed);
+  static Tensor rand(Shape shape, DType dtype = dtypes::default_float, std::string_view device = {});
+  static Tensor randn(Shape shape, DType dtype = dtypes::default_float, std::string_view device = {});
+  static Tensor randint(Shape shape, int64_t low, int64_t high, DType dtype = dtypes::int32,
+                        std::string_view device = {});
+  static Tensor uniform(Shape shape, double low = 0.0, double high = 1.0, DType dtype = dtypes::default_float,
+                        std::string_view device = {});
+  static Tensor normal(Shape shape, double mean = 0.0, double std = 1.0, DType dtype = dtypes::default_float,
+                       std::string_view device = {});
+  static Tensor scaled_uniform(Shape shape, DType dtype = dtypes::default_float,
+                               std::string_view device = {});
+  static Tensor glorot_uniform(Shape shape, DType dtype = dtypes::default_float,
+                               std::string_view device = {});
+  static Tensor kaiming_uniform(Shape shape, double a = 0.01, DType dtype = dtypes::default_float,
+                                std::string_view device = {});
+  static Tensor kaiming_normal(Shape shape, double a = 0.01, DType dtype = dtypes::default_float,
+                               std::string_view device = {});
+  Tensor rand_like(std::optional<DType> dtype = {}) const;
+  Tensor randn_like(std::optional<DType> dtype = {}) const;
+
+  // ---- properties ----
+  bool defined() const { return impl_ != nullptr; }
+  const UOpRef& uop() const;
+  const Shape& shape() const;
+  int64_t shape(int dim) const;  // negative dims count from the end
+  int ndim() const { return static_cast<int>(shape().size()); }
+  int64_t numel() const;
+  DType dtype() const { return uop()->dtype(); }
+  const std::string& device() const;
+  const std::vector<BufferHold>& holds() const;
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool on = true);
+  Tensor grad() const;  // undefined until a gradient is stored
+  void set_grad(const Tensor& g);
+
+  // ---- realization ----
+  Tensor& realize();
+  static void realize_all(std::vector<Tensor> tensors);
+  // Row-major values converted from dtype() as a C cast would. T: bool, (u)int8..64, float, double.
+  template <typename T>
+  std::vector<T> to_vector() const;
+  template <typename T>
+  T item() const;  // the single element; ValueError unless numel() == 1
+  std::vector<std::byte> to_bytes() const;
+  std::vector<ScheduleItemView> schedule() const;
+  std::string str() const;  // realizes and formats the values
+
+  // ---- dtype ----
+  Tensor cast(DType dtype) const;
+  Tensor bitcast(DType dtype) const;  // same bits; a different itemsize rescales the last axis
+
+  // ---- elementwise (binary ops broadcast and promote dtypes) ----
+  Tensor add(const Operand& x, bool reverse = false) const;
+  Tensor sub(const Operand& x, bool reverse = false) const;
+  Tensor mul(const Operand& x, bool reverse = false) const;
+  // True division (ints give float32); with a rounding mode, ints stay ints.
+  Tensor div(const Operand& x, std::optional<Rounding> mode = {}, bool reverse = false) const;
+  Tensor mod(const Operand& x, bool reverse = false) const;  // Python %: sign of the divisor
+  Tensor fmod(const Operand& x) const;                       // C %: sign of the dividend
+  Tensor pow(const Operand& x, bool reverse = false) const;
+  Tensor maximum(const Operand& x) const;
+  Tensor minimum(const Operand& x) const;
+  Tensor where(const Operand& x, const Operand& y) const;  // this ? x : y
+  Tensor clamp(std::optional<Number> min, std::optional<Number> max = {}) const;
+  Tensor clamp(const Tensor& min, const Tensor& max) const;
+  Tensor lt(const Operand& x) const;
+  Tensor le(const Operand& x) const;
+  Tensor gt(const Operand& x) const;
+  Tensor ge(const Operand& x) const;
+  Tensor eq(const Operand& x) const;
+  Tensor ne(const Operand& x) const;
+  Tensor logical_not() const;
+  Tensor logical_and(const Operand& x) const;
+  Tensor logical_or(const Operand& x) const;
+  Tensor logical_xor(const Operand& x) const;
+  Tensor bitwise_not() const;
+  Tensor bitwise_and(const Operand& x, bool reverse = false) const;
+  Tensor bitwise_or(const Operand& x, bool reverse = false) const;
+  Tensor bitwise_xor(const Operand& x, bool reverse = false) const;
+  Tensor lshift(const Operand& x, bool reverse = false) const;
+  Tensor rshift(const Operand& x, bool reverse = false) const;
+  Tensor isnan() const;
+  Tensor isinf(bool detect_positive = true, bool detect_negative = true) const;
+  Tensor isfinite() const;
+  Tensor logaddexp(const Operand& x) const;
+  Tensor threefry(const Tensor& key) const;  // counter-based random bits of uint64 values
+
+  Tensor neg() const;
+  Tensor reciprocal() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor leaky_relu(double neg_slope = 0.01) const;
+  Tensor gelu() const;  // tanh approximation
+  Tensor silu() const;
+  Tensor softplus(double beta = 1.0) const;
+  Tensor logsigmoid() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor square() const;
+  Tensor trunc() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;  // half to even
+
+  // ---- reduce ----
+  Tensor sum(Axes axis = {}, bool keepdim = false, std::optional<DType> dtype = {}) const;
+  Tensor prod(Axes axis = {}, bool keepdim = false, std::optional<DType> dtype = {}) const;
+  Tensor max(Axes axis = {}, bool keepdim = false) const;
+  Tensor min(Axes axis = {}, bool keepdim = false) const;
+  Tensor mean(Axes axis = {}, bool keepdim = false) const;
+  Tensor var(Axes axis = {}, bool keepdim = false, double correction = 1) const;
+  Tensor std(Axes axis = {}, bool keepdim = false, double correction = 1) const;
+  Tensor any(Axes axis = {}, bool keepdim = false) const;
+  Tensor all(Axes axis = {}, bool keepdim = false) const;
+  Tensor logsumexp(Axes axis = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int> axis = {}, bool keepdim = false) const;  // int32, first maximum
+  Tensor argmin(std::optional<int> axis = {}, bool keepdim = false) const;
+  Tensor cumsum(int axis = 0) const;
+
+  // ---- movement (zero copy) ----
+  Tensor reshape(Shape shape) const;  // one -1 is inferred
+  Tensor expand(Shape shape) const;   // -1 keeps a size; new leading axes may be added
+  Tensor permute(Dims order) const;
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> padding, PadMode mode = PadMode::CONSTANT,
+             Number value = 0) const;  // (before, after) per axis; negative pads crop
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const;  // [begin, end) per axis
+  Tensor flip(Dims axes) const;
+  Tensor transpose(int dim0 = 1, int dim1 = 0) const;
+  Tensor flatten(int start_dim = 0, int end_dim = -1) const;
+  Tensor unflatten(int dim, Shape sizes) const;
+  Tensor squeeze(std::optional<int> dim = {}) const;
+  Tensor unsqueeze(int dim) const;
+  Tensor repeat(Shape repeats) const;
+  static Tensor cat(std::vector<Tensor> tensors, int dim = 0);
+  static Tensor stack(std::vector<Tensor> tensors, int dim = 0);
+  std::vector<Tensor> split(int64_t size, int dim = 0) const;
+  std::vector<Tensor> split(Shape sizes, int dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int dim = 0) const;
+  Tensor contiguous() const;
+  Tensor to(std::string_view device) const;
+
+  // ---- indexing ----
+  Tensor operator[](const Index& i) const;
+  Tensor operator[](std::vector<Index> indices) const;
+  Tensor index(std::vector<Index> indices) const;
+  Tensor gather(int dim, const Tensor& index) const;
+  Tensor one_hot(int64_t num_classes) const;  // int32, a new last axis
+
+  // ---- linear algebra (reshape + expand + mul + sum; there is no matmul op) ----
+  Tensor dot(const Tensor& w, std::optional<DType> dtype = {}) const;
+  Tensor matmul(const Tensor& w, std::optional<DType> dtype = {}) const;
+  static Tensor einsum(std::string_view formula, std::vector<Tensor> operands,
+                       std::optional<DType> dtype = {});
+  Tensor linear(const Tensor& weight, const Tensor& bias = Tensor()) const;
+
+  // ---- nn functional ----
+  Tensor softmax(int axis = -1) const;
+  Tensor log_softmax(int axis = -1) const;
+  Tensor layernorm(Axes axis = -1, double eps = 1e-5) const;
+  Tensor sparse_categorical_crossentropy(const Tensor& y, int64_t ignore_index = -1,
+                                         double label_smoothing = 0.0,
+                                         Reduction reduction = Reduction::MEAN) const;
+  // y holds class probabilities (same shape) or class indices (shape without the class axis).
+  Tensor cross_entropy(const Tensor& y, Reduction reduction = Reduction::MEAN,
+                       double label_smoothing = 0.0) const;
+  Tensor binary_crossentropy(const Tensor& y, Reduction reduction = Reduction::MEAN) const;
+  Tensor binary_crossentropy_logits(const Tensor& y, Reduction reduction = Reduction::MEAN) const;
+
+  // ---- graph and in-place ----
+  Tensor detach() const;
+  // Makes this tensor write x (broadcast, same dtype) into its buffer when realized; returns *this.
+  Tensor& assign(const Operand& x);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+
+  Impl& impl() const;
+  void init_from_host(std::span<const std::byte> bytes, DType src, Shape shape, std::optional<DType> dtype,
+                      std::string_view device);
+};
+
+// The dtype of a C++ element type: same kind, signedness and width.
+template <typename T>
+consteval DType dtype_of() {
+  static_assert(std::is_arithmetic_v<T> && sizeof(T) <= 8 && !std::is_same_v<T, long double>);
+  if constexpr (std::is_same_v<T, bool>)
+    return dtypes::bool_;
+  else if constexpr (std::is_floating_point_v<T>)
+    return sizeof(T) == 4 ? dtypes::float32 : dtypes::float64;
+  else if constexpr (std::is_signed_v<T>)
+    return sizeof(T) == 1   ? dtypes::int8
+           : sizeof(T) == 2 ? dtypes::int16
+           : sizeof(T) == 4 ? dtypes::int32
+                            : dtypes::int64;
+  else
+    return sizeof(T) == 1   ? dtypes::uint8
+           : sizeof(T) == 2 ? dtypes::uint16
+           : sizeof(T) == 4 ? dtypes::uint32
+                            : dtypes::uint64;
+}
+
+// Either a tensor or a plain number, for the right-hand side of binary ops.
+class Operand {
+ public:
+  Operand(const Tensor& t) : v_(t) {}
+  Operand(Number n) : v_(n) {}
+  template <typename T>
+  requires std::is_arithmetic_v<T> Operand(T v) : v_(Number(v)) {}
+  const Tensor* tensor() const { return std::get_if<Tensor>(&v_); }
+  const Number* number() const { return std::get_if<Number>(&v_); }
+
+ private:
+  std::variant<Tensor, Number> v_;
+};
+
+// One entry of an index: an integer, a Slice, newaxis, ellipsis or an integer tensor.
+class Index {
+ public:
+  template <typename T>
+  requires std::is_integral_v<T> Index(T i) : v_(static_cast<int64_t>(i)) {}
+  Index(Slice s) : v_(s) {}
+  Index(NewAxis n) : v_(n) {}
+  Index(EllipsisIndex e) : v_(e) {}
+  Index(Tensor t) : v_(std::move(t)) {}
+  const auto& value() const { return v_; }
+
+ private:
+  std::variant<int64_t, Slice, NewAxis, EllipsisIndex, Tensor> v_;
+};
+
+// ---- operators ----
+#define TG_TENSOR_BINARY(OP, FN)                                                   \
+  inline Tensor operator OP(const Tensor& a, const Operand& b) { return a.FN(b); } \
+  inline Tensor operator OP(Number a, const Tensor& b) { return b.FN(a, true); }
+TG_TENSOR_BINARY(+, add)
+TG_TENSOR_BINARY(-, sub)
+TG_TENSOR_BINARY(*, mul)
+TG_TENSOR_BINARY(%, mod)
+TG_TENSOR_BINARY(&, bitwise_and)
+TG_TENSOR_BINARY(|, bitwise_or)
+TG_TENSOR_BINARY(^, bitwise_xor)
+TG_TENSOR_BINARY(<<, lshift)
+TG_TENSOR_BINARY(>>, rshift)
+#undef TG_TENSOR_BINARY
+inline Tensor operator/(const Tensor& a, const Operand& b) { return a.div(b); }
+inline Tensor operator/(Number a, const Tensor& b) { return b.div(a, std::nullopt, true); }
+inline Tensor operator-(const Tensor& a) { return a.neg(); }
+inline Tensor operator~(const Tensor& a) { return a.bitwise_not(); }
+inline Tensor operator<(const Tensor& a, const Operand& b) { return a.lt(b); }
+inline Tensor operator<=(const Tensor& a, const Operand& b) { return a.le(b); }
+inline Tensor operator>(const Tensor& a, const Operand& b) { return a.gt(b); }
+inline Tensor operator>=(const Tensor& a, const Operand& b) { return a.ge(b); }
+inline Tensor operator==(const Tensor& a, const Operand& b) { return a.eq(b); }
+// exact Tensor/Tensor overloads keep C++20 from also trying the reversed == and != candidates
+inline Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
+inline Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
+inline Tensor operator!=(const Tensor& a, const Operand& b) { return a.ne(b); }
+inline Tensor operator<(Number a, const Tensor& b) { return b.gt(a); }
+inline Tensor operator<=(Number a, const Tensor& b) { return b.ge(a); }
+inline Tensor operator>(Number a, const Tensor& b) { return b.lt(a); }
+inline Tensor operator>=(Number a, const Tensor& b) { return b.le(a); }
+inline Tensor operator==(Number a, const Tensor& b) { return b.eq(a); }
+inline Tensor operator!=(Number a, const Tensor& b) { return b.ne(a); }
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- templates ----
+template <typename T>
+requires std::is_arithmetic_v<T> Tensor::Tensor(const std::vector<T>& data, Shape shape,
+                                                std::optional<DType> dtype, std::string_view device) {
+  if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed
+    std::vector<uint8_t> bytes(data.begin(), data.end());
+    init_from_host(std::as_bytes(std::span(bytes)), dtypes::bool_, std::move(shape), dtype, device);
+  } else {
+    init_from_host(std::as_bytes(std::span(data)), dtype_of<T>(), std::move(shape), dtype, device);
+  }
+}
+
+template <typename T>
+requires std::is_arithmetic_v<T> Tensor::Tensor(std::initializer_list<T> data, Shape shape,
+                                                std::optional<DType> dtype, std::string_view device)
+    : Tensor(std::vector<T>(data), std::move(shape),
+             dtype ? dtype : std::optional<DType>(Number(T{}).default_dtype()), device) {}
+
+}  // namespace tg

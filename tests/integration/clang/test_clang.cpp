@@ -1,0 +1,435 @@
+// The CLANG plugin end to end through the SDK only: the .so is loaded with Boost.DLL as the core would,
+// and every check runs on both compile paths (libclang-cpp in process, and the clang binary).
+#define BOOST_TEST_MODULE clang
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/dll/library_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include "tg/sdk/plugin.hpp"
+
+namespace {
+
+using tg::sdk::Blob;
+using tg::sdk::Code;
+using tg::sdk::Device;
+using tg::sdk::Handle;
+using tg::sdk::Program;
+
+const tg_plugin_descriptor& descriptor() {
+  // Leaked like the core does: plugins are never unloaded, so devices may be destroyed at exit.
+  static auto* lib = new boost::dll::shared_library(TG_CLANG_PLUGIN, boost::dll::load_mode::rtld_now);
+  return lib->get_alias<const tg_plugin_descriptor>("tgplugin_1_0_CLANG");
+}
+
+enum class Path { libclang, binary };
+const char* name(Path p) { return p == Path::libclang ? "libclang-cpp" : "clang binary"; }
+
+std::vector<Path> paths() {
+  if (TG_CLANG_HAS_LIBCLANG) return {Path::libclang, Path::binary};
+  return {Path::binary};
+}
+
+std::unique_ptr<Device> create_device(Path p) {
+  setenv("TG_CLANG_INPROCESS", p == Path::binary ? "0" : "1", 1);
+  char err[512] = {};
+  auto* dev = static_cast<Device*>(descriptor().create(0, err, sizeof err));
+  unsetenv("TG_CLANG_INPROCESS");
+  BOOST_TEST_REQUIRE(dev != nullptr, "create failed: " << err);
+  return std::unique_ptr<Device>(dev);
+}
+
+Device& device(Path p) {
+  static std::map<Path, std::unique_ptr<Device>> devices;
+  auto& d = devices[p];
+  if (!d) d = create_device(p);
+  return *d;
+}
+
+std::unique_ptr<Program> build(Device& dev, const char* kernel, const std::string& src) {
+  Blob bin;
+  auto s = dev.compiler().compile(src, bin);
+  BOOST_TEST_REQUIRE(s.ok(), "compile: " << s.message());
+  Program* prog = nullptr;
+  auto l = dev.load(kernel, bin.bytes(), &prog);
+  BOOST_TEST_REQUIRE(l.ok(), "load: " << l.message());
+  return std::unique_ptr<Program>(prog);
+}
+
+// A device buffer holding a copy of `host`; freed with the device's allocator.
+template <typename T>
+struct Buffer {
+  Device& dev;
+  Handle h = nullptr;
+  size_t n;
+  Buffer(Device& d, const std::vector<T>& host) : dev(d), n(host.size()) {
+    BOOST_TEST_REQUIRE(dev.allocator().alloc(n * sizeof(T), {}, &h).ok());
+    BOOST_TEST_REQUIRE(dev.allocator().copyin(h, std::as_bytes(std::span(host))).ok());
+  }
+  ~Buffer() { dev.allocator().free(h, n * sizeof(T), {}); }
+  std::vector<T> read() {
+    std::vector<T> out(n);
+    BOOST_TEST_REQUIRE(dev.allocator().copyout(std::as_writable_bytes(std::span(out)), h).ok());
+    return out;
+  }
+};
+
+tg::sdk::LaunchDims tasks(uint32_t n) {
+  tg::sdk::LaunchDims d;
+  d.global = {n, 1, 1};
+  return d;
+}
+
+bool cpu_has_flag(const std::string& flag) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("flags")) return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
+// What the clang driver resolves -march=native to, asked from the clang binary itself.
+std::string clang_native_cpu() {
+  FILE* p = popen("clang -### -march=native -c -x c /dev/null -o /dev/null 2>&1", "r");
+  if (p == nullptr) return "";
+  std::string out;
+  for (char buf[4096]; size_t n = std::fread(buf, 1, sizeof buf, p);) out.append(buf, n);
+  pclose(p);
+  auto at = out.find("\"-target-cpu\" \"");
+  if (at == std::string::npos) return "";
+  at += std::strlen("\"-target-cpu\" \"");
+  return out.substr(at, out.find('"', at) - at);
+}
+
+const std::string kAdd = R"(
+void add(void* const* bufs, const long long* vals, int core_id) {
+  float* out = (float*)bufs[0];
+  const float* a = (const float*)bufs[1];
+  const float* b = (const float*)bufs[2];
+  for (long long i = 0; i < vals[0]; i++) out[i] = a[i] + b[i];
+}
+)";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(descriptor_is_readable_before_loading) {
+  boost::dll::library_info info(TG_CLANG_PLUGIN);
+  auto syms = info.symbols("tgplugin");
+  BOOST_TEST((std::find(syms.begin(), syms.end(), "tgplugin_1_0_CLANG") != syms.end()));
+  const auto& d = descriptor();
+  BOOST_TEST(d.struct_size == sizeof(tg_plugin_descriptor));
+  BOOST_TEST(d.abi_major == TG_ABI_MAJOR);
+  BOOST_TEST(std::string(d.name) == "CLANG");
+  BOOST_TEST(d.priority == 50);
+  char reason[256] = {};
+  BOOST_TEST(d.probe(reason, sizeof reason) == 1, reason);
+  char err[256] = {};
+  BOOST_TEST(d.create(1, err, sizeof err) == nullptr);
+  BOOST_TEST(std::string(err).find("one CPU device") != std::string::npos, err);
+}
+
+BOOST_AUTO_TEST_CASE(probe_explains_a_missing_clang_binary) {
+  setenv("TG_CLANG_INPROCESS", "0", 1);
+  setenv("TG_CLANG", "tg-no-such-clang", 1);
+  char reason[256] = {}, err[256] = {};
+  int usable = descriptor().probe(reason, sizeof reason);
+  void* dev = descriptor().create(0, err, sizeof err);
+  unsetenv("TG_CLANG");
+  unsetenv("TG_CLANG_INPROCESS");
+  BOOST_TEST(usable == 0);
+  BOOST_TEST(std::string(reason).find("'tg-no-such-clang' not found") != std::string::npos, reason);
+  BOOST_TEST(dev == nullptr);
+  BOOST_TEST(std::string(err).find("tg-no-such-clang") != std::string::npos, err);
+}
+
+BOOST_AUTO_TEST_CASE(allocator_alignment_zero_size_views_and_copies) {
+  auto& a = device(paths()[0]).allocator();
+  BOOST_TEST(a.alignment() == 64u);
+  std::vector<Handle> hs;
+  for (size_t n : {0, 0, 1, 3, 64, 1000}) {
+    Handle h = nullptr;
+    BOOST_TEST_REQUIRE(a.alloc(n, {}, &h).ok());
+    BOOST_TEST(reinterpret_cast<uintptr_t>(h) % 64 == 0u);
+    for (Handle o : hs) BOOST_TEST(o != h);
+    hs.push_back(h);
+  }
+  std::vector<int32_t> src{1, -2, 3, -4, 5, -6, 7, -8}, back(8, 0);
+  Handle buf = hs.back();
+  BOOST_TEST(a.copyin(buf, std::as_bytes(std::span(src))).ok());
+  BOOST_TEST(a.copyout(std::as_writable_bytes(std::span(back)), buf).ok());
+  BOOST_TEST(back == src, boost::test_tools::per_element());
+  // A view at element 2 writes into the parent buffer.
+  Handle view = nullptr;
+  BOOST_TEST_REQUIRE(a.offset(buf, 2 * sizeof(int32_t), 3 * sizeof(int32_t), &view).ok());
+  std::vector<int32_t> three{30, 40, 50};
+  BOOST_TEST(a.copyin(view, std::as_bytes(std::span(three))).ok());
+  BOOST_TEST(a.copyout(std::as_writable_bytes(std::span(back)), buf).ok());
+  BOOST_TEST(back == (std::vector<int32_t>{1, -2, 30, 40, 50, -6, 7, -8}), boost::test_tools::per_element());
+  a.free_view(view);
+  BOOST_TEST(a.transfer(hs[4], buf, 8 * sizeof(int32_t)).ok());
+  BOOST_TEST(static_cast<int32_t*>(a.as_host(hs[4]))[3] == 40);
+  Handle huge = nullptr;
+  auto oom = a.alloc(size_t{1} << 60, {}, &huge);
+  BOOST_TEST(static_cast<int>(oom.code()) == static_cast<int>(Code::out_of_memory));
+  BOOST_TEST(std::string(oom.message()).find("[CLANG alloc]") != std::string::npos);
+  for (Handle h : hs) a.free(h, 0, {});
+}
+
+BOOST_AUTO_TEST_CASE(vector_add) {
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      auto& dev = device(p);
+      auto prog = build(dev, "add", kAdd);
+      std::vector<float> a(1000), b(1000);
+      for (int i = 0; i < 1000; ++i) a[i] = 0.5f * float(i), b[i] = 1000.0f - float(i);
+      Buffer<float> out(dev, std::vector<float>(1000, -1.0f)), ba(dev, a), bb(dev, b);
+      Handle bufs[] = {out.h, ba.h, bb.h};
+      int64_t vals[] = {1000};
+      BOOST_TEST_REQUIRE(prog->launch(bufs, vals, tasks(1), true, nullptr).ok());
+      auto got = out.read();
+      for (int i = 0; i < 1000; ++i) BOOST_TEST(got[i] == 1000.0f - 0.5f * float(i));  // exact in float
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(int_args_and_core_id_split_the_range) {
+  const std::string src = R"(
+void split(void* const* bufs, const long long* vals, int core_id) {
+  int* out = (int*)bufs[0];
+  int* hits = (int*)bufs[1];
+  long long n = vals[0], tasks = vals[1], scale = vals[2];
+  long long per = (n + tasks - 1) / tasks;
+  long long start = core_id * per, end = start + per < n ? start + per : n;
+  for (long long i = start; i < end; i++) out[i] = (int)(i * scale) + core_id * 1000;
+  hits[core_id] += 1;
+}
+)";
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      auto& dev = device(p);
+      auto prog = build(dev, "split", src);
+      // 10 elements over 3 tasks: [0,4) [4,8) [8,10), each task tags its part with core_id*1000.
+      Buffer<int32_t> out(dev, std::vector<int32_t>(10, 0)), hits(dev, std::vector<int32_t>(3, 0));
+      Handle bufs[] = {out.h, hits.h};
+      int64_t vals[] = {10, 3, -2};
+      BOOST_TEST_REQUIRE(prog->launch(bufs, vals, tasks(3), true, nullptr).ok());
+      std::vector<int32_t> want{0, -2, -4, -6, 992, 990, 988, 986, 1984, 1982};
+      BOOST_TEST(out.read() == want, boost::test_tools::per_element());
+      BOOST_TEST(hits.read() == (std::vector<int32_t>{1, 1, 1}), boost::test_tools::per_element());
+
+      // More tasks than threads, many launches: every core_id runs exactly once per launch.
+      Buffer<int32_t> big(dev, std::vector<int32_t>(100, 0)), counts(dev, std::vector<int32_t>(7, 0));
+      Handle bufs2[] = {big.h, counts.h};
+      int64_t vals2[] = {100, 7, 3};
+      for (int rep = 0; rep < 200; ++rep)
+        BOOST_TEST_REQUIRE(prog->launch(bufs2, vals2, tasks(7), false, nullptr).ok());
+      auto b = big.read();
+      for (int i = 0; i < 100; ++i) BOOST_TEST(b[i] == 3 * i + (i / 15) * 1000);  // per = ceil(100/7) = 15
+      BOOST_TEST(counts.read() == std::vector<int32_t>(7, 200), boost::test_tools::per_element());
+
+      auto bad = tasks(2);
+      bad.local = {4, 1, 1};
+      BOOST_TEST(static_cast<int>(prog->launch(bufs, vals, bad, true, nullptr).code()) ==
+                 static_cast<int>(Code::invalid_argument));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(math_functions_resolve_from_libm) {
+  const std::string src = R"(
+float expf(float);
+float sqrtf(float);
+double log(double);
+void math(void* const* bufs, const long long* vals, int core_id) {
+  float* out = (float*)bufs[0];
+  const float* x = (const float*)bufs[1];
+  double* lg = (double*)bufs[2];
+  for (int i = 0; i < 4; i++) out[i] = expf(x[i]) + sqrtf(x[i] * x[i] + 9.0f);
+  lg[0] = log((double)x[1]);
+}
+)";
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      auto& dev = device(p);
+      auto prog = build(dev, "math", src);
+      std::vector<float> x{0.0f, 4.0f, -3.0f, 1.0f};
+      Buffer<float> out(dev, std::vector<float>(4, 0.0f)), bx(dev, x);
+      Buffer<double> lg(dev, std::vector<double>(1, 0.0));
+      Handle bufs[] = {out.h, bx.h, lg.h};
+      BOOST_TEST_REQUIRE(prog->launch(bufs, {}, tasks(1), true, nullptr).ok());
+      auto got = out.read();
+      BOOST_TEST(got[0] == 4.0f);  // e^0 + sqrt(9)
+      for (int i = 1; i < 4; ++i)
+        BOOST_CHECK_CLOSE(got[i], std::exp(x[i]) + std::sqrt(x[i] * x[i] + 9.0f), 1e-4);
+      BOOST_CHECK_CLOSE(lg.read()[0], std::log(4.0), 1e-12);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(compile_error_reports_the_bad_line) {
+  const std::string src =
+      "void bad(void* const* bufs, const long long* vals, int core_id) {\n"
+      "  int x = 1;\n"
+      "  int y = x +;\n"
+      "}\n";
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      Blob bin;
+      auto s = device(p).compiler().compile(src, bin);
+      BOOST_TEST(static_cast<int>(s.code()) == static_cast<int>(Code::compile_error));
+      std::string log(s.message());
+      BOOST_TEST_MESSAGE("compile log: " << log);
+      BOOST_TEST(log.find("kernel.c:3:") != std::string::npos, log);
+      BOOST_TEST(log.find("error") != std::string::npos, log);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(cache_key_is_stable_and_names_the_cpu) {
+  std::string cpu = clang_native_cpu();
+  std::vector<std::string> keys;
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      std::string key(device(p).compiler().cache_key());
+      BOOST_TEST(key == std::string(device(p).compiler().cache_key()));
+      BOOST_TEST(key == std::string(create_device(p)->compiler().cache_key()));
+      BOOST_TEST_MESSAGE("cache key: " << key);
+      BOOST_TEST(key.starts_with("clang-"), key);
+      BOOST_TEST(key.find(p == Path::libclang ? "(libclang-cpp)" : "(binary ") != std::string::npos, key);
+      BOOST_TEST(key.find("-march=native") != std::string::npos, key);
+      BOOST_TEST(!cpu.empty());
+      BOOST_TEST(key.find("cpu=" + cpu + " ") != std::string::npos, key << " vs " << cpu);
+      keys.push_back(key);
+    }
+  }
+  if (keys.size() == 2) BOOST_TEST(keys[0] != keys[1]);  // different compilers, different binaries
+}
+
+BOOST_AUTO_TEST_CASE(same_source_gives_identical_bytes) {
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      Blob a, b, c;
+      auto& comp = device(p).compiler();
+      BOOST_TEST_REQUIRE(comp.compile(kAdd, a).ok());
+      BOOST_TEST_REQUIRE(comp.compile(kAdd, b).ok());
+      BOOST_TEST_REQUIRE(comp.compile(kAdd + "\nint other(void) { return 1; }\n", c).ok());
+      BOOST_TEST(a.size() > 8u);
+      BOOST_TEST((a.size() == b.size() && std::memcmp(a.bytes().data(), b.bytes().data(), a.size()) == 0));
+      BOOST_TEST(!(a.size() == c.size() && std::memcmp(a.bytes().data(), c.bytes().data(), a.size()) == 0));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(load_rejects_foreign_binaries_and_missing_kernels) {
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      auto& dev = device(p);
+      Program* prog = nullptr;
+      std::array<std::byte, 32> junk{};
+      BOOST_TEST(static_cast<int>(dev.load("add", junk, &prog).code()) ==
+                 static_cast<int>(Code::invalid_argument));
+      Blob bin;
+      BOOST_TEST_REQUIRE(dev.compiler().compile(kAdd, bin).ok());
+      auto s = dev.load("not_there", bin.bytes(), &prog);
+      BOOST_TEST(!s.ok());
+      BOOST_TEST(std::string(s.message()).find("not_there") != std::string::npos, s.message());
+      BOOST_TEST(prog == nullptr);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(nothing_is_written_to_the_current_directory) {
+  auto old = std::filesystem::current_path();
+  std::string tmpl = (std::filesystem::temp_directory_path() / "tg-clang-cwd-XXXXXX").string();
+  BOOST_TEST_REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  std::filesystem::current_path(tmpl);
+  for (Path p : paths()) {
+    auto& dev = device(p);
+    auto prog = build(dev, "add", kAdd);
+    Blob bin;
+    (void)dev.compiler().compile("int broken(", bin);
+  }
+  std::filesystem::current_path(old);
+  BOOST_TEST(std::filesystem::is_empty(tmpl));
+  std::filesystem::remove_all(tmpl);
+}
+
+BOOST_AUTO_TEST_CASE(timed_launch_reports_positive_seconds) {
+  const std::string src = R"(
+void spin(void* const* bufs, const long long* vals, int core_id) {
+  volatile double* acc = (volatile double*)bufs[0];
+  for (long long i = 0; i < vals[0]; i++) acc[core_id] += 1.0;
+}
+)";
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      auto& dev = device(p);
+      auto prog = build(dev, "spin", src);
+      Buffer<double> acc(dev, std::vector<double>(2, 0.0));
+      Handle bufs[] = {acc.h};
+      int64_t vals[] = {200000};
+      double seconds = -1.0;
+      BOOST_TEST_REQUIRE(prog->launch(bufs, vals, tasks(2), true, &seconds).ok());
+      BOOST_TEST(seconds > 0.0);
+      BOOST_TEST(seconds < 10.0);
+      BOOST_TEST(acc.read() == (std::vector<double>{200000.0, 200000.0}), boost::test_tools::per_element());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(caps_describe_this_cpu) {
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      auto& dev = device(p);
+      const auto& caps = dev.renderer().caps();
+      BOOST_TEST(caps.struct_size == sizeof(tg::sdk::RendererCaps));
+      BOOST_TEST(std::string(caps.dialect) == "c");
+      BOOST_TEST(caps.has_threads);
+      BOOST_TEST(!caps.has_local);
+      BOOST_TEST(caps.thread_count == std::max(1u, std::thread::hardware_concurrency()));
+      // bool, int8..uint64 (bits 1-9), float32 (12), float64 (13); bfloat16 (11) and fp8 never.
+      uint64_t base = 0x33FE;
+      BOOST_TEST((caps.dtypes & ~(uint64_t{1} << 10)) == base);
+      uint32_t lanes = cpu_has_flag("avx512f") ? 16 : cpu_has_flag("avx") ? 8 : 4;
+      BOOST_TEST(caps.max_vector_width == lanes);
+      // clang 14 has _Float16 arithmetic on x86-64 only with AVX512-FP16.
+      if (cpu_has_flag("avx512_fp16")) BOOST_TEST(tg::sdk::has_dtype(caps, 10));
+      if (tg::sdk::has_dtype(caps, 10)) {
+        const std::string src = R"(
+void half_fma(void* const* bufs, const long long* vals, int core_id) {
+  _Float16* h = (_Float16*)bufs[0];
+  h[3] = h[0] * h[1] + h[2];
+}
+)";
+        auto prog = build(dev, "half_fma", src);
+        // 1.5 * 2.5 + 0.25 = 4.0: binary16 0x3E00, 0x4100, 0x3400 -> 0x4400.
+        Buffer<uint16_t> h(dev, {0x3E00, 0x4100, 0x3400, 0});
+        Handle bufs[] = {h.h};
+        BOOST_TEST_REQUIRE(prog->launch(bufs, {}, tasks(1), true, nullptr).ok());
+        BOOST_TEST(h.read()[3] == 0x4400);
+      }
+      Blob src;
+      BOOST_TEST(static_cast<int>(dev.renderer().render("k", {}, src).code()) ==
+                 static_cast<int>(Code::unsupported));
+      std::string desc(dev.description());
+      BOOST_TEST_MESSAGE("description: " << desc << "; dtypes 0x" << std::hex << caps.dtypes);
+      BOOST_TEST(desc.find("clang-") != std::string::npos, desc);
+      BOOST_TEST(desc.find(std::to_string(caps.thread_count) + " threads") != std::string::npos, desc);
+      BOOST_TEST(dev.synchronize().ok());
+    }
+  }
+}

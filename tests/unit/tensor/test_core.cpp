@@ -1,0 +1,258 @@
+#define BOOST_TEST_MODULE tensor_core
+#include <limits>
+
+#include "helpers.hpp"
+
+using namespace tg;
+using tg::test::expect_error;
+using tg::test::expect_exact;
+using tg::test::expect_values;
+
+BOOST_AUTO_TEST_CASE(from_host_data) {
+  Tensor a(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  BOOST_TEST((a.shape() == Shape{2, 3}));
+  BOOST_TEST(a.dtype() == dtypes::float32);
+  BOOST_TEST(a.ndim() == 2);
+  BOOST_TEST(a.numel() == 6);
+  BOOST_TEST(a.shape(-1) == 3);
+  expect_exact<float>(a, {1, 2, 3, 4, 5, 6});
+  BOOST_TEST(Tensor(std::vector<double>{1.5}).dtype() == dtypes::float64);
+  BOOST_TEST(Tensor(std::vector<uint8_t>{1, 2}).dtype() == dtypes::uint8);
+  BOOST_TEST(Tensor({1.0, 2.0}).dtype() == dtypes::float32);  // braced lists use the default dtypes
+  BOOST_TEST(Tensor({1, 2}).dtype() == dtypes::int32);
+  Tensor b(std::vector<bool>{true, false, true});
+  BOOST_TEST(b.dtype() == dtypes::bool_);
+  expect_exact<bool>(b, {true, false, true});
+  // an explicit dtype converts like a C cast
+  expect_exact<int32_t>(Tensor(std::vector<float>{-1.7f, 2.9f}, {}, dtypes::int32), {-1, 2});
+  expect_error<ShapeError>(
+      [] {
+        Tensor(std::vector<float>{1, 2, 3}, {2, 2});
+      },
+      "[tensor] 3 values do not fill the shape (2,2)");
+}
+
+BOOST_AUTO_TEST_CASE(scalars) {
+  Tensor t(2);
+  BOOST_TEST(t.shape().empty());
+  BOOST_TEST(t.dtype() == dtypes::int32);
+  BOOST_TEST(Tensor(2.5).dtype() == dtypes::float32);
+  BOOST_TEST(Tensor(true).dtype() == dtypes::bool_);
+  BOOST_TEST((t * 4).item<int>() == 8);
+  BOOST_TEST(Tensor(7, dtypes::float16).item<float>() == 7.0f);
+  expect_error<ValueError>(
+      [] {
+        Tensor({1, 2}).item<int>();
+      },
+      "[item] needs exactly one element, the tensor has shape (2,)");
+}
+
+BOOST_AUTO_TEST_CASE(creation) {
+  Tensor z = Tensor::zeros({2, 3});
+  BOOST_TEST((z.shape() == Shape{2, 3}));
+  BOOST_TEST(z.dtype() == dtypes::float32);
+  expect_values(z, {0, 0, 0, 0, 0, 0});
+  expect_exact<int32_t>(Tensor::ones({3}, dtypes::int32), {1, 1, 1});
+  Tensor f = Tensor::full({2}, 7);
+  BOOST_TEST(f.dtype() == dtypes::int32);
+  expect_exact<int32_t>(f, {7, 7});
+  BOOST_TEST(Tensor::full({2}, 0.5).dtype() == dtypes::float32);
+  BOOST_TEST(Tensor::full({1}, 300, dtypes::uint8).item<int>() == 44);  // 300 mod 256
+  BOOST_TEST((Tensor::empty({4, 2}, dtypes::int16).shape() == Shape{4, 2}));
+  Tensor like = Tensor::ones({2, 2}, dtypes::int8);
+  BOOST_TEST(like.zeros_like().dtype() == dtypes::int8);
+  expect_exact<int8_t>(like.full_like(3), {3, 3, 3, 3});
+  BOOST_TEST(like.ones_like(dtypes::float16).dtype() == dtypes::float16);
+  expect_error<ShapeError>([] { Tensor::zeros({2, -1}); }, "[full] negative size in shape (2,-1)");
+}
+
+BOOST_AUTO_TEST_CASE(ranges) {
+  expect_exact<int32_t>(Tensor::arange(6), {0, 1, 2, 3, 4, 5});
+  BOOST_TEST(Tensor::arange(6).dtype() == dtypes::int32);
+  expect_exact<int32_t>(Tensor::arange(10), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  expect_exact<int32_t>(Tensor::arange(1, 10, 3), {1, 4, 7});
+  expect_exact<int32_t>(Tensor::arange(5, 0, -2), {5, 3, 1});
+  expect_values(Tensor::arange(0.0, 1.0, 0.25), {0, 0.25, 0.5, 0.75});
+  BOOST_TEST(Tensor::arange(0.0, 1.0, 0.25).dtype() == dtypes::float32);
+  BOOST_TEST((Tensor::arange(3, 1).shape() == Shape{0}));
+  std::vector<int32_t> big = Tensor::arange(1000).to_vector<int32_t>();
+  for (int i = 0; i < 1000; i++) BOOST_REQUIRE(big[i] == i);
+  expect_values(Tensor::linspace(0, 1, 5), {0, 0.25, 0.5, 0.75, 1});
+  expect_values(Tensor::linspace(2, 2, 1), {2});
+  expect_values(Tensor::eye(2, 3), {1, 0, 0, 0, 1, 0});
+  BOOST_TEST((Tensor::eye(3).shape() == Shape{3, 3}));
+  expect_error<ValueError>([] { Tensor::arange(0, 4, 0); }, "[arange] step must not be zero");
+}
+
+BOOST_AUTO_TEST_CASE(promotion_table) {
+  auto lub = [](DType a, DType b) { return (Tensor::ones({1}, a) + Tensor::ones({1}, b)).dtype(); };
+  BOOST_TEST(lub(dtypes::int32, dtypes::float32) == dtypes::float32);
+  BOOST_TEST(lub(dtypes::int8, dtypes::uint8) == dtypes::int16);
+  BOOST_TEST(lub(dtypes::int32, dtypes::uint32) == dtypes::int64);
+  BOOST_TEST(lub(dtypes::uint16, dtypes::uint32) == dtypes::uint32);
+  BOOST_TEST(lub(dtypes::bool_, dtypes::int8) == dtypes::int8);
+  BOOST_TEST(lub(dtypes::float16, dtypes::bfloat16) == dtypes::float32);
+  BOOST_TEST(lub(dtypes::int64, dtypes::float16) == dtypes::float16);
+  BOOST_TEST(lub(dtypes::float32, dtypes::float64) == dtypes::float64);
+  // numbers are weak: they take the tensor's kind when they fit it
+  Tensor i = Tensor({1, 2}), h = Tensor::ones({2}, dtypes::float16),
+         b = Tensor(std::vector<bool>{true, false});
+  BOOST_TEST((i * 2).dtype() == dtypes::int32);
+  BOOST_TEST((Tensor::ones({1}, dtypes::int8) + 1).dtype() == dtypes::int8);
+  BOOST_TEST((Tensor::ones({1}, dtypes::uint8) + 1.5).dtype() == dtypes::float32);
+  BOOST_TEST((h * 2.5).dtype() == dtypes::float16);
+  BOOST_TEST((b + 1).dtype() == dtypes::int32);
+  BOOST_TEST((b & true).dtype() == dtypes::bool_);
+  BOOST_TEST((2 - i).dtype() == dtypes::int32);
+  BOOST_TEST((i / i).dtype() == dtypes::float32);  // true division of ints gives float
+  BOOST_TEST((i / 2).dtype() == dtypes::float32);
+  BOOST_TEST((i < 1.5).dtype() == dtypes::bool_);
+  expect_values(i / 2, {0.5, 1.0});
+  expect_exact<uint8_t>(Tensor(std::vector<uint8_t>{0, 255}) + 1, {1, 0});  // wraps in uint8
+}
+
+BOOST_AUTO_TEST_CASE(broadcasting) {
+  Tensor a = Tensor({1, 2, 3, 4, 5, 6}, {2, 3}), row = Tensor({10, 20, 30}), col = Tensor({100, 200}, {2, 1});
+  expect_exact<int32_t>(a + row, {11, 22, 33, 14, 25, 36});
+  expect_exact<int32_t>(a + col, {101, 102, 103, 204, 205, 206});
+  expect_exact<int32_t>(row + col, {110, 120, 130, 210, 220, 230});
+  BOOST_TEST(((row + col).shape() == Shape{2, 3}));
+  expect_error<ShapeError>(
+      [] {
+        Tensor::zeros({2, 3}) + Tensor::zeros({4});
+      },
+      "[add] cannot broadcast (2,3) with (4,)");
+  expect_error<ShapeError>(
+      [] {
+        Tensor::zeros({2, 3}) * Tensor::zeros({3, 3});
+      },
+      "[mul] cannot broadcast (2,3) with (3,3)");
+}
+
+BOOST_AUTO_TEST_CASE(shape_and_axis_errors) {
+  expect_error<ShapeError>(
+      [] {
+        Tensor::zeros({3, 4}).reshape({5});
+      },
+      "[reshape] cannot reshape (3,4) to (5,)");
+  expect_error<ShapeError>(
+      [] {
+        Tensor::zeros({3, 4}).reshape({5, -1});
+      },
+      "[reshape] cannot reshape (3,4) to (5,-1)");
+  expect_error<ShapeError>(
+      [] {
+        Tensor::zeros({2, 3}).expand({4, 3});
+      },
+      "[expand] cannot expand (2,3) to (4,3)");
+  expect_error<IndexError>(
+      [] {
+        Tensor::zeros({2, 3}).sum(2);
+      },
+      "[sum] axis 2 is out of range for 2 dimensions");
+  expect_error<IndexError>(
+      [] {
+        Tensor::zeros({2, 3}).transpose(0, -3);
+      },
+      "[transpose] axis -3 is out of range for 2 dimensions");
+  expect_error<ShapeError>(
+      [] {
+        Tensor::zeros({2, 3}).permute({0, 0});
+      },
+      "[permute] (0,0) is not an order of the 2 axes of (2,3)");
+  expect_error<DTypeError>([] { Tensor::rand({2}, dtypes::int32); }, "[rand] needs a float dtype, got int");
+  expect_error<DTypeError>([] { Tensor::ones({2}) & 1; },
+                           "[bitwise_and] needs integer or bool tensors, got float");
+  expect_error<DTypeError>([] { Tensor({1, 2}) << 1.5; }, "[lshift] needs integer tensors, got float");
+  expect_error<ValueError>([] { Tensor().shape(); }, "[tensor] operation on an undefined Tensor");
+}
+
+BOOST_AUTO_TEST_CASE(shape_rules_in_the_graph) {
+  // UOp::shape() checks graphs built by hand too
+  Tensor a = Tensor::zeros({3, 4});
+  UOpRef bad = UOp::make(Ops::RESHAPE, dtypes::float32, {a.uop()}, IntVec{5});
+  expect_error<ShapeError>([&] { bad->shape(); }, "[reshape] cannot reshape (3,4) to (5,)");
+  UOpRef r = UOp::make(Ops::REDUCE_AXIS, dtypes::float32, {a.uop()}, ReduceArg{Ops::ADD, {1}});
+  BOOST_TEST((*r->shape() == IntVec{3, 1}));
+  UOpRef p = UOp::make(Ops::PAD, dtypes::float32, {a.uop()}, IntPairs{{1, 0}, {0, 2}});
+  BOOST_TEST((*p->shape() == IntVec{4, 6}));
+  UOpRef mix = UOp::make(Ops::ADD, dtypes::float32, {a.uop(), p});
+  expect_error<ShapeError>([&] { mix->shape(); }, "[add] sources have different shapes (3,4) and (4,6)");
+  BOOST_TEST(UOp::range(UOp::const_(dtypes::index, int64_t{4}), 0)->shape() == nullptr);  // kernel level
+}
+
+BOOST_AUTO_TEST_CASE(building_runs_nothing) {
+  // 10^10 elements: any evaluation would fail, building the graph is instant
+  Tensor huge = (Tensor::ones({100000, 100000}) * 3).sum(1);
+  BOOST_TEST((huge.shape() == Shape{100000}));
+  BOOST_TEST((huge.uop()->op() == Ops::RESHAPE));
+  BOOST_TEST((huge.uop()->src(0)->op() == Ops::REDUCE_AXIS));
+  Tensor a = Tensor({1, 2, 3});
+  Tensor b = (a + 1) * 2;
+  BOOST_TEST((b.uop()->op() == Ops::MUL));
+  b.realize();  // the handle now reads a buffer
+  BOOST_TEST((b.uop()->op() == Ops::RESHAPE));
+  BOOST_TEST((b.uop()->src(0)->op() == Ops::BUFFER));
+  expect_exact<int32_t>(b, {4, 6, 8});
+}
+
+BOOST_AUTO_TEST_CASE(lazy_graphs_keep_their_inputs) {
+  Tensor a = Tensor({1, 2});
+  Tensor b = a + 1;
+  a = Tensor();  // the only handle on a's buffer is gone; b's graph still reads it
+  expect_exact<int32_t>(b, {2, 3});
+}
+
+BOOST_AUTO_TEST_CASE(handles_share_state) {
+  Tensor a = Tensor({1, 2, 3});
+  Tensor alias = a;
+  a.assign(Tensor({4, 5, 6}));
+  BOOST_TEST((alias.uop()->op() == Ops::ASSIGN));
+  expect_exact<int32_t>(alias, {4, 5, 6});
+  alias.requires_grad_();
+  BOOST_TEST(a.requires_grad());
+  BOOST_TEST(!a.grad().defined());
+  a.set_grad(Tensor::ones({3}));
+  BOOST_TEST(alias.grad().defined());
+}
+
+BOOST_AUTO_TEST_CASE(assign_writes_the_buffer) {
+  Tensor a = Tensor({1, 2, 3, 4});
+  a.shrink({{1, 3}}).assign(Tensor({9, 8})).realize();
+  expect_exact<int32_t>(a, {1, 9, 8, 4});
+  a.assign(7).realize();  // a number broadcasts
+  expect_exact<int32_t>(a, {7, 7, 7, 7});
+  Tensor lazy = Tensor({1, 2}) + 1;
+  lazy.assign(Tensor({5, 6}));  // a lazy target is realized first
+  expect_exact<int32_t>(lazy, {5, 6});
+  expect_error<DTypeError>([&] { a.assign(Tensor::ones({4})); },
+                           "[assign] value is float but the target is int; cast it first");
+  expect_error<ShapeError>([&] { a.assign(Tensor({1, 2})); }, "[assign] cannot broadcast (2,) with (4,)");
+}
+
+BOOST_AUTO_TEST_CASE(casts) {
+  Tensor x = Tensor({1.0f, 0.1f, 65504.0f, 70000.0f});
+  // nearest half values: 0.1 -> 0x2E66 = 0.0999755859375; 70000 overflows to inf
+  expect_values(x.cast(dtypes::float16), {1, 0.0999755859375, 65504, std::numeric_limits<double>::infinity()},
+                0);
+  expect_values(Tensor({1.0f / 3}).cast(dtypes::bfloat16), {0.333984375}, 0);  // 1.0101011b * 2^-2
+  expect_exact<uint8_t>(Tensor({300, -1}).cast(dtypes::uint8), {44, 255});
+  expect_exact<uint32_t>(Tensor({-1}).cast(dtypes::uint32), {4294967295u});
+  expect_exact<bool>(Tensor({0.0f, -2.0f}).cast(dtypes::bool_), {false, true});
+  expect_exact<uint32_t>(Tensor({1.0f}).bitcast(dtypes::uint32), {0x3F800000u});
+  Tensor halves = Tensor({1.0f}).bitcast(dtypes::uint16);  // little endian: low half first
+  BOOST_TEST((halves.shape() == Shape{2}));
+  expect_exact<uint16_t>(halves, {0, 0x3F80});
+  expect_exact<int32_t>(
+      Tensor({0x3F800000u}, {}, dtypes::uint32).bitcast(dtypes::float32).cast(dtypes::int32), {1});
+}
+
+BOOST_AUTO_TEST_CASE(printing) {
+  Tensor t = Tensor({1, 2, 3, 4}, {2, 2});
+  BOOST_TEST(t.str() ==
+             "Tensor([[1, 2],\n        [3, 4]], shape=(2,2), dtype=dtypes.int, device=" + t.device() + ")");
+  BOOST_TEST(Tensor({1.5f, 2.0f}).str() ==
+             "Tensor([1.5, 2.], shape=(2,), dtype=dtypes.float, device=" + t.device() + ")");
+  std::string s = Tensor::arange(2000).str();
+  BOOST_TEST(s.find("[0, 1, 2, ..., 1997, 1998, 1999]") != std::string::npos);
+}

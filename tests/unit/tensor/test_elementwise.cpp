@@ -1,0 +1,170 @@
+#define BOOST_TEST_MODULE tensor_elementwise
+#include <limits>
+#include <numbers>
+
+#include "helpers.hpp"
+
+using namespace tg;
+using tg::test::expect_error;
+using tg::test::expect_exact;
+using tg::test::expect_values;
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kPi = std::numbers::pi, kE = std::numbers::e, kLn2 = std::numbers::ln2;
+Tensor f32(std::vector<float> v) { return Tensor(std::move(v)); }
+Tensor b8(std::vector<bool> v) { return Tensor(std::move(v)); }
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(arithmetic) {
+  Tensor a = f32({1, 2, 3}), b = f32({4, 5, 6});
+  expect_values(a + b, {5, 7, 9});
+  expect_values(a - b, {-3, -3, -3});
+  expect_values(a * b, {4, 10, 18});
+  expect_values(b / a, {4, 2.5, 2});
+  expect_values(10 - a, {9, 8, 7});
+  expect_values(1 / b, {0.25, 0.2, 1.0 / 6});
+  expect_values(-a, {-1, -2, -3});
+  expect_values(a.square(), {1, 4, 9});
+  expect_error<DTypeError>([] { b8({true}) - b8({true}); },
+                           "[sub] subtracting bool tensors is not supported, use logical_xor");
+}
+
+BOOST_AUTO_TEST_CASE(integer_division_and_modulo) {
+  Tensor n = Tensor({7, -7, 7, -7}), d = Tensor({2, 2, -2, -2});
+  expect_exact<int32_t>(n.div(d, Rounding::TRUNC), {3, -3, -3, 3});
+  expect_exact<int32_t>(n.div(d, Rounding::FLOOR), {3, -4, -4, 3});
+  expect_exact<int32_t>(n % d, {1, 1, -1, -1});      // Python: sign of the divisor
+  expect_exact<int32_t>(n.fmod(d), {1, -1, 1, -1});  // C: sign of the dividend
+  expect_values(n / d, {3.5, -3.5, -3.5, 3.5});
+  expect_values(f32({5.5f, -5.5f}) % 2, {1.5, 0.5});
+  expect_values(f32({5.5f, -5.5f}).fmod(2), {1.5, -1.5});
+  expect_values(f32({7, -7}).div(2, Rounding::FLOOR), {3, -4});
+}
+
+BOOST_AUTO_TEST_CASE(pow_max_min_where_clamp) {
+  expect_values(f32({2, 3}).pow(2), {4, 9});
+  expect_values(f32({1, 2, 3}).pow(2, true), {2, 4, 8});  // 2 ** x
+  expect_values(f32({4, 9}).pow(0.5), {2, 3});
+  expect_exact<int32_t>(Tensor({2, 3}).pow(3), {8, 27});
+  Tensor a = Tensor({1, 5, -3}), b = Tensor({4, 2, -3});
+  expect_exact<int32_t>(a.maximum(b), {4, 5, -3});
+  expect_exact<int32_t>(a.minimum(b), {1, 2, -3});
+  expect_values(f32({1, -2}).minimum(0), {0, -2});
+  expect_exact<uint8_t>(Tensor(std::vector<uint8_t>{0, 200}).minimum(Tensor(std::vector<uint8_t>{255, 100})),
+                        {0, 100});
+  expect_exact<bool>(b8({true, true, false}).minimum(b8({true, false, false})), {true, false, false});
+  Tensor c = b8({true, false, true});
+  BOOST_TEST(c.where(1, 0).dtype() == dtypes::int32);
+  expect_exact<int32_t>(c.where(1, 0), {1, 0, 1});
+  expect_values(c.where(f32({1.5f, 2, 3}), 0), {1.5, 0, 3});
+  expect_values(c.where(0.5, f32({7, 8, 9})), {0.5, 8, 0.5});
+  expect_values(b8({true, false}).reshape({2, 1}).where(f32({1, 2}), -1), {1, 2, -1, -1});  // broadcasts
+  Tensor x = Tensor({-5, 0, 5, 10});
+  expect_exact<int32_t>(x.clamp(0, 6), {0, 0, 5, 6});
+  expect_exact<int32_t>(x.clamp({}, 3), {-5, 0, 3, 3});
+  expect_exact<int32_t>(x.clamp(Tensor({0, 1, 2, 3}), Tensor({1, 1, 4, 4})), {0, 1, 4, 4});
+  expect_error<ValueError>([&] { x.clamp(std::nullopt, std::nullopt); },
+                           "[clamp] needs at least one of min and max");
+}
+
+BOOST_AUTO_TEST_CASE(comparisons) {
+  Tensor a = Tensor({1, 2, 3}), b = Tensor({3, 2, 1});
+  expect_exact<bool>(a < b, {true, false, false});
+  expect_exact<bool>(a <= b, {true, true, false});
+  expect_exact<bool>(a > b, {false, false, true});
+  expect_exact<bool>(a >= b, {false, true, true});
+  expect_exact<bool>(a == b, {false, true, false});
+  expect_exact<bool>(a != b, {true, false, true});
+  expect_exact<bool>(2 < a, {false, false, true});
+  expect_exact<bool>(a.eq(2), {false, true, false});
+  Tensor n = f32({std::numeric_limits<float>::quiet_NaN()});
+  expect_exact<bool>(n <= 1, {false});  // NaN compares false
+  expect_exact<bool>(n >= 1, {false});
+  expect_exact<bool>(n != n, {true});
+}
+
+BOOST_AUTO_TEST_CASE(logic_and_bits) {
+  Tensor t = b8({true, false, true, false}), u = b8({true, true, false, false});
+  expect_exact<bool>(t.logical_and(u), {true, false, false, false});
+  expect_exact<bool>(t.logical_or(u), {true, true, true, false});
+  expect_exact<bool>(t.logical_xor(u), {false, true, true, false});
+  expect_exact<bool>(t.logical_not(), {false, true, false, true});
+  expect_exact<bool>(Tensor({0, 3}).logical_and(1), {false, true});
+  expect_exact<int32_t>(Tensor({12, 10}) & 6, {4, 2});
+  expect_exact<int32_t>(Tensor({12, 10}) | 1, {13, 11});
+  expect_exact<int32_t>(Tensor({12, 10}) ^ 15, {3, 5});
+  expect_exact<int32_t>(~Tensor({0, -1}), {-1, 0});
+  expect_exact<uint8_t>(~Tensor(std::vector<uint8_t>{0, 255}), {255, 0});
+  expect_exact<bool>(~t, {false, true, false, true});
+  expect_exact<int32_t>(Tensor({1, 3}) << 2, {4, 12});
+  expect_exact<int32_t>(Tensor({-8, 8}) >> 1, {-4, 4});
+  expect_exact<uint8_t>(Tensor(std::vector<uint8_t>{255}) >> 4, {15});
+}
+
+BOOST_AUTO_TEST_CASE(float_classes) {
+  Tensor x = f32({1, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN()});
+  expect_exact<bool>(x.isnan(), {false, false, false, true});
+  expect_exact<bool>(x.isinf(), {false, true, true, false});
+  expect_exact<bool>(x.isinf(false, true), {false, false, true, false});
+  expect_exact<bool>(x.isfinite(), {true, false, false, false});
+}
+
+BOOST_AUTO_TEST_CASE(rounding) {
+  Tensor x = f32({-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.7f});
+  expect_values(x.trunc(), {-2, -1, 0, 0, 1, 2});
+  expect_values(x.floor(), {-3, -2, -1, 0, 1, 2});
+  expect_values(x.ceil(), {-2, -1, 0, 1, 2, 3});
+  expect_values(x.round(), {-2, -2, 0, 0, 2, 3});  // halves go to the even neighbour
+  expect_values(f32({2.5f, 3.5f, 1.2f, -3.5f}).round(), {2, 4, 1, -4});
+  expect_exact<int32_t>(Tensor({3}).floor(), {3});
+}
+
+BOOST_AUTO_TEST_CASE(unary_math) {
+  Tensor x = f32({-2, -0.5f, 0, 1.5f, 3});
+  expect_values(x.abs(), {2, 0.5, 0, 1.5, 3});
+  expect_values(x.sign(), {-1, -1, 0, 1, 1});
+  expect_exact<int32_t>(Tensor({-4, 0, 9}).sign(), {-1, 0, 1});
+  expect_values(x.relu(), {0, 0, 0, 1.5, 3});
+  expect_values(x.leaky_relu(0.1), {-0.2, -0.05, 0, 1.5, 3});
+  expect_values(f32({0, 1, 4, 9}).sqrt(), {0, 1, 2, 3});
+  expect_values(f32({1, 4, 16}).rsqrt(), {1, 0.5, 0.25});
+  expect_values(f32({2, -4, 0.5f}).reciprocal(), {0.5, -0.25, 2});
+  expect_values(f32({0, 1, -1}).exp(), {1, kE, 1 / kE});
+  expect_values(f32({0, 3, -1}).exp2(), {1, 8, 0.5});
+  expect_values(f32({1, static_cast<float>(kE), 0.5f}).log(), {0, 1, -kLn2});
+  expect_values(f32({1, 8, 0.5f}).log2(), {0, 3, -1});
+  expect_values(f32({0, static_cast<float>(kPi / 2), static_cast<float>(kPi / 6)}).sin(), {0, 1, 0.5});
+  expect_values(f32({0, static_cast<float>(kPi / 3), static_cast<float>(kPi)}).cos(), {1, 0.5, -1});
+  expect_values(f32({0, static_cast<float>(kPi / 4)}).tan(), {0, 1});
+  expect_values(f32({0, 1}).tanh(), {0, 0.7615941559557649});
+  expect_values(f32({0, 2}).sigmoid(), {0.5, 0.8807970779778823});
+  expect_values(f32({0, 1, -1}).gelu(), {0, 0.8411919906082768, -0.15880800939172324});
+  expect_values(f32({0, 1}).silu(), {0, 0.7310585786300049});
+  expect_values(f32({0, 1}).softplus(), {kLn2, 1.3132616875182228});
+  expect_values(f32({0}).logsigmoid(), {-kLn2});
+  expect_values(f32({0, 1000}).logaddexp(f32({0, 1000})), {kLn2, 1000 + kLn2});  // no overflow
+  // ints compute in float32
+  BOOST_TEST(Tensor({1, 4}).sqrt().dtype() == dtypes::float32);
+  expect_values(Tensor({1, 4}).sqrt(), {1, 2});
+  Tensor h = f32({1}).cast(dtypes::float16).exp();  // e rounded to half: 1392 * 2^-9
+  BOOST_TEST(h.dtype() == dtypes::float16);
+  expect_values(h, {2.71875}, 0);
+  expect_values(f32({-1, 1}).div(0), {-kInf, kInf});
+  expect_values(f32({-1}).sqrt(), {kNan});
+}
+
+BOOST_AUTO_TEST_CASE(threefry_known_answers) {
+  // Threefry-2x32 with 20 rounds; the published Random123 answers (counter, key) -> (out0, out1),
+  // packed as (hi << 32) | lo.
+  auto run = [](uint64_t ctr, uint64_t key) {
+    return Tensor(std::vector<uint64_t>{ctr}).threefry(Tensor(std::vector<uint64_t>{key})).item<uint64_t>();
+  };
+  BOOST_TEST(run(0, 0) == 0x99ba4efe6b200159ull);
+  BOOST_TEST(run(~0ull, ~0ull) == 0xbb002be71cb996fcull);
+  BOOST_TEST(run(0x85a308d3243f6a88ull, 0x0370734413198a2eull) == 0x483df7a0c4923a9cull);
+  expect_error<DTypeError>([] { Tensor({1}).threefry(Tensor({1})); },
+                           "[threefry] needs uint64 counters and key, got int and int");
+}

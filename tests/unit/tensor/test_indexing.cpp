@@ -1,0 +1,94 @@
+#define BOOST_TEST_MODULE tensor_indexing
+#include "helpers.hpp"
+
+using namespace tg;
+using tg::test::expect_error;
+using tg::test::expect_exact;
+using tg::test::expect_values;
+
+namespace {
+Tensor a34() { return Tensor::arange(12).reshape({3, 4}); }  // [[0,1,2,3],[4,5,6,7],[8,9,10,11]]
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(integers_and_slices) {
+  Tensor a = a34();
+  BOOST_TEST((a[1].shape() == Shape{4}));
+  expect_exact<int32_t>(a[1], {4, 5, 6, 7});
+  expect_exact<int32_t>(a[-1], {8, 9, 10, 11});
+  BOOST_TEST((a[{1, 2}].shape().empty()));
+  BOOST_TEST((a[{1, 2}].item<int>() == 6));
+  expect_exact<int32_t>(a[{Slice{}, 1}], {1, 5, 9});
+  BOOST_TEST((a[Slice{1, {}}].shape() == Shape{2, 4}));
+  expect_exact<int32_t>(a[Slice{{}, {}, 2}], {0, 1, 2, 3, 8, 9, 10, 11});
+  expect_exact<int32_t>(a[{Slice{}, Slice{{}, {}, -1}}], {3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8});
+  expect_exact<int32_t>(a[{Slice{}, Slice{3, 0, -2}}], {3, 1, 7, 5, 11, 9});
+  expect_exact<int32_t>(a[{Slice{-2, {}}, Slice{1, 3}}], {5, 6, 9, 10});
+  expect_exact<int32_t>(Tensor::arange(10)[Slice{1, 8, 3}], {1, 4, 7});
+  expect_exact<int32_t>(Tensor::arange(10)[Slice{8, 1, -3}], {8, 5, 2});
+  expect_exact<int32_t>(Tensor::arange(5)[Slice{-100, 100}], {0, 1, 2, 3, 4});  // clipped like Python
+  BOOST_TEST((Tensor::arange(5)[Slice{3, 1}].shape() == Shape{0}));
+}
+
+BOOST_AUTO_TEST_CASE(newaxis_and_ellipsis) {
+  Tensor a = a34();
+  BOOST_TEST((a[{newaxis, 1}].shape() == Shape{1, 4}));
+  expect_exact<int32_t>(a[{ellipsis, 0}], {0, 4, 8});
+  expect_exact<int32_t>(a[{1, ellipsis}], {4, 5, 6, 7});
+  Tensor c = a[{Slice{}, newaxis, 0}];
+  BOOST_TEST((c.shape() == Shape{3, 1}));
+  expect_exact<int32_t>(c, {0, 4, 8});
+  BOOST_TEST((a[ellipsis].shape() == Shape{3, 4}));
+}
+
+BOOST_AUTO_TEST_CASE(integer_tensors) {
+  Tensor a = a34();
+  Tensor rows = a[Tensor({2, 0})];
+  BOOST_TEST((rows.shape() == Shape{2, 4}));
+  expect_exact<int32_t>(rows, {8, 9, 10, 11, 0, 1, 2, 3});
+  expect_exact<int32_t>(a[Tensor({-1})], {8, 9, 10, 11});
+  expect_exact<int32_t>(a[{Slice{}, Tensor({3, 0})}], {3, 0, 7, 4, 11, 8});
+  expect_exact<int32_t>(a[{Tensor({0, 2}), Tensor({1, 3})}], {1, 11});
+  Tensor grid = a[{Tensor({0, 2}).reshape({2, 1}), Tensor({1, 3})}];  // index shapes broadcast
+  BOOST_TEST((grid.shape() == Shape{2, 2}));
+  expect_exact<int32_t>(grid, {1, 3, 9, 11});
+  Tensor b = Tensor::arange(24).reshape({2, 3, 4});
+  Tensor apart = b[{Tensor({0, 1}), Slice{}, Tensor({1, 2})}];  // separated: the index axis goes first
+  BOOST_TEST((apart.shape() == Shape{2, 3}));
+  expect_exact<int32_t>(apart, {1, 5, 9, 14, 18, 22});
+  Tensor together = b[{Slice{}, Tensor({0, 2}), Tensor({1, 3})}];  // adjacent: stays in place
+  BOOST_TEST((together.shape() == Shape{2, 2}));
+  expect_exact<int32_t>(together, {1, 11, 13, 23});
+  expect_values(Tensor(std::vector<float>{0.5f, -1.5f, 2})[Tensor({2, 1})], {2, -1.5});
+  expect_exact<bool>(Tensor(std::vector<bool>{true, false})[Tensor({1, 0, 0})], {false, true, true});
+  expect_exact<int8_t>(Tensor(std::vector<int8_t>{-7, 9})[Tensor({1, 0})], {9, -7});
+}
+
+BOOST_AUTO_TEST_CASE(index_errors) {
+  Tensor a = a34();
+  expect_error<IndexError>([&] { a[5]; }, "[index] index 5 is out of bounds for axis 0 with size 3");
+  expect_error<IndexError>([&] { a[{0, 0, 0}]; }, "[index] too many indices (3) for a tensor of dimension 2");
+  expect_error<IndexError>(
+      [&] {
+        a[{ellipsis, ellipsis}];
+      },
+      "[index] an index can only have a single ellipsis");
+  expect_error<IndexError>([&] { a[Tensor::ones({1})]; },
+                           "[index] tensors used as indices must be integer, got float");
+  expect_error<ValueError>([&] { a[Slice{{}, {}, 0}]; }, "[index] slice step cannot be zero");
+}
+
+BOOST_AUTO_TEST_CASE(gather_and_one_hot) {
+  Tensor t = Tensor({1, 2, 3, 4}, {2, 2});
+  expect_exact<int32_t>(t.gather(1, Tensor({0, 0, 1, 0}, {2, 2})), {1, 1, 4, 3});
+  expect_exact<int32_t>(t.gather(0, Tensor({0, 1, 1, 0}, {2, 2})), {1, 4, 3, 2});
+  expect_exact<int32_t>(t.gather(1, Tensor({1, 0}, {2, 1})), {2, 3});
+  expect_error<ShapeError>(
+      [&] {
+        t.gather(0, Tensor({0, 1}));
+      },
+      "[gather] index has 1 dimensions but the tensor has 2");
+  Tensor oh = Tensor({0, 2}).one_hot(3);
+  BOOST_TEST((oh.shape() == Shape{2, 3}));
+  BOOST_TEST(oh.dtype() == dtypes::int32);
+  expect_exact<int32_t>(oh, {1, 0, 0, 0, 0, 1});
+}
