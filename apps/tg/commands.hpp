@@ -9,5 +9,6 @@ using Args = std::span<const std::string_view>;
 
 int devices(Args args);
 int env(Args args);
+int demo(Args args);
 
 }  // namespace tg::cli

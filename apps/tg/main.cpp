@@ -19,6 +19,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"devices", "list every device candidate, why it is or is not usable, and the default", tg::cli::devices},
     {"env", "list the environment variables tinygrad.cpp reads, with their values", tg::cli::env},
+    {"demo", "follow one small computation through schedule, generated source and result", tg::cli::demo},
 };
 
 void usage(std::FILE* out) {

@@ -12,7 +12,7 @@ namespace tg {
 namespace {
 
 std::string pick_device(std::string_view device) {
-  return device.empty() ? default_device() : canonical_device(device);
+  return device.empty() ? default_device_name() : canonical_device(device);
 }
 
 void check_shape(const Shape& shape, std::string_view op) {

@@ -146,7 +146,14 @@ Tensor Tensor::fmod(const Operand& x) const {
   return alu(Ops::MOD, a, b);
 }
 
-Tensor Tensor::pow(const Operand& x, bool reverse) const { return binop(Ops::POW, *this, x, reverse, "pow"); }
+Tensor Tensor::pow(const Operand& x, bool reverse) const {
+  auto [a, b] = detail::broadcasted(*this, x, reverse, "pow");
+  if (!a.dtype().is_int()) return alu(Ops::POW, a, b);
+  // POW is a float op: integer powers go through float64 on |base|, rounded, with the sign put back.
+  Tensor mag = alu(Ops::POW, a.abs().cast(dtypes::float64), b.cast(dtypes::float64)).round().cast(a.dtype());
+  Tensor negative = (a < 0) & (b % 2).ne(0);
+  return negative.where(-mag, mag);
+}
 Tensor Tensor::maximum(const Operand& x) const { return binop(Ops::MAX, *this, x, false, "maximum"); }
 
 Tensor Tensor::minimum(const Operand& x) const {

@@ -1,5 +1,5 @@
-// Reference implementation of the realization boundary: host storage plus the host evaluator, no
-// kernels. The runtime-backed implementation (schedule, codegen, device) replaces this file.
+// The realization boundary on real devices: buffers live in device memory (runtime::Buffer), graphs run
+// as scheduled kernels (schedule -> codegen -> the device's renderer, compiler and program).
 #include "tensor/realize.hpp"
 
 #include <algorithm>
@@ -13,6 +13,12 @@
 
 #include "base/env.hpp"
 #include "base/error.hpp"
+#include "base/hash.hpp"
+#include "base/log.hpp"
+#include "codegen/lower.hpp"
+#include "runtime/buffer.hpp"
+#include "runtime/check.hpp"
+#include "runtime/registry.hpp"
 #include "schedule/schedule.hpp"
 #include "tensor/eval_host.hpp"
 
@@ -20,12 +26,12 @@ namespace tg {
 
 namespace {
 
-struct HostBuffer;
+struct DeviceStorage;
 
 // Live storages by UNIQUE id; ids are never reused, so a stale id cannot find a newer buffer.
-class Registry {
+class StorageTable {
  public:
-  void add(int64_t id, const std::shared_ptr<HostBuffer>& b) {
+  void add(int64_t id, const std::shared_ptr<DeviceStorage>& b) {
     std::lock_guard lock(mu_);
     live_[id] = b;
   }
@@ -33,7 +39,7 @@ class Registry {
     std::lock_guard lock(mu_);
     live_.erase(id);
   }
-  std::shared_ptr<HostBuffer> find(int64_t id) {
+  std::shared_ptr<DeviceStorage> find(int64_t id) {
     std::lock_guard lock(mu_);
     auto it = live_.find(id);
     return it == live_.end() ? nullptr : it->second.lock();
@@ -41,27 +47,50 @@ class Registry {
 
  private:
   std::mutex mu_;
-  std::unordered_map<int64_t, std::weak_ptr<HostBuffer>> live_;
+  std::unordered_map<int64_t, std::weak_ptr<DeviceStorage>> live_;
 };
 
-Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: holds may outlive static destruction
-  return *r;
+StorageTable& table() {
+  static StorageTable* t = new StorageTable();  // never destroyed: holds may outlive static destruction
+  return *t;
 }
 
-struct HostBuffer : host::Storage {
+struct DeviceStorage {
   int64_t id = 0;
-  ~HostBuffer() { registry().remove(id); }
+  DType dtype;
+  std::shared_ptr<Buffer> buf;
+  ~DeviceStorage() { table().remove(id); }
 };
 
-RealizedBuffer make_buffer(std::string_view device, DType dtype, std::vector<std::byte> bytes) {
-  auto numel = static_cast<int64_t>(bytes.size() / dtype.itemsize());
+int64_t buffer_id(const UOp& buffer) { return buffer.src(0)->arg_as<int64_t>(); }
+std::string buffer_device(const UOp& buffer) { return buffer.src(1)->arg_as<std::string>(); }
+
+// Storage for a BUFFER UOp made by the scheduler (or anyone): created on first use.
+std::shared_ptr<DeviceStorage> storage_for(const UOp& buffer) {
+  if (buffer.op() != Ops::BUFFER)
+    throw ValueError("realize", fmt::format("{} is not a BUFFER", op_name(buffer.op())));
+  int64_t id = buffer_id(buffer);
+  if (auto b = table().find(id)) return b;
+  auto b = std::make_shared<DeviceStorage>();
+  b->id = id, b->dtype = buffer.dtype();
+  size_t nbytes = static_cast<size_t>(buffer.arg_as<int64_t>()) * buffer.dtype().itemsize();
+  b->buf = std::make_shared<Buffer>(tg::device(buffer_device(buffer)), nbytes);
+  table().add(id, b);
+  return b;
+}
+
+std::shared_ptr<DeviceStorage> storage_of(const UOp& buffer) {
+  if (buffer.op() != Ops::BUFFER)
+    throw ValueError("realize", fmt::format("{} is not a BUFFER", op_name(buffer.op())));
+  std::shared_ptr<DeviceStorage> b = table().find(buffer_id(buffer));
+  if (!b) throw ValueError("realize", fmt::format("buffer {} was freed (no tensor holds it)", buffer_id(buffer)));
+  return b;
+}
+
+RealizedBuffer make_buffer(std::string_view device, DType dtype, int64_t numel, std::span<const std::byte> data) {
   UOpRef buf = tg::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
-  auto b = std::make_shared<HostBuffer>();
-  b->id = buf->src(0)->arg_as<int64_t>();
-  b->dtype = dtype;
-  b->bytes = std::move(bytes);
-  registry().add(b->id, b);
+  std::shared_ptr<DeviceStorage> b = storage_for(*buf);
+  if (!data.empty()) b->buf->copyin(data);
   return {buf, b};
 }
 
@@ -71,18 +100,9 @@ std::string device_of(const UOp& u) {
   while (true) {
     for (const UOpRef& s : n->src())
       if (s->op() == Ops::DEVICE) return s->arg_as<std::string>();
-    if (n->src().empty()) return default_device();
+    if (n->src().empty()) return default_device_name();
     n = n->src(0).get();
   }
-}
-
-std::shared_ptr<HostBuffer> storage_of(const UOp& buffer) {
-  if (buffer.op() != Ops::BUFFER)
-    throw ValueError("realize", fmt::format("{} is not a BUFFER", op_name(buffer.op())));
-  int64_t id = buffer.src(0)->arg_as<int64_t>();
-  std::shared_ptr<HostBuffer> b = registry().find(id);
-  if (!b) throw ValueError("realize", fmt::format("buffer {} was freed (no tensor holds it)", id));
-  return b;
 }
 
 // The BUFFER a root already is, when it is the whole buffer in row-major order.
@@ -93,11 +113,71 @@ const UOp* whole_buffer(const UOp& u) {
   return b->op() == Ops::BUFFER ? b : nullptr;
 }
 
+// Compiled programs by (device, source hash, compiler cache key): a program compiles once per process.
+struct ProgramCache {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<sdk::Program>> programs;
+};
+ProgramCache& program_cache() {
+  static ProgramCache* c = new ProgramCache();
+  return *c;
+}
+
+std::shared_ptr<sdk::Program> get_program(Device& dev, const LinearProgram& prog) {
+  const std::vector<const UOp*> view = prog.view();
+  sdk::Blob source;
+  check(dev.renderer().render(prog.name, view, source), "render", prog.name);
+  debug_log(4, "{}", source.text());
+  std::string key = fmt::format("{}|{}|{}", dev.str(), dev.compiler().cache_key(), hash_hex(source.text()));
+  ProgramCache& cache = program_cache();
+  {
+    std::lock_guard lock(cache.mu);
+    if (auto it = cache.programs.find(key); it != cache.programs.end()) return it->second;
+  }
+  sdk::Blob binary = dev.compile(source.text());
+  std::shared_ptr<sdk::Program> program = dev.load(prog.name, binary.bytes());
+  std::lock_guard lock(cache.mu);
+  cache.programs.emplace(key, program);
+  return program;
+}
+
+void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
+                std::vector<std::shared_ptr<DeviceStorage>>& keep) {
+  Device& dev = tg::device(buffer_device(*si.bufs.at(0)));
+  LinearProgram prog = lower_kernel(si.ast, dev.caps());
+  if (env::DEBUG >= 6) debug_log(6, "{}", prog.str());
+  std::shared_ptr<sdk::Program> program = get_program(dev, prog);
+  std::vector<sdk::Handle> handles;
+  for (const BufferArg& a : prog.bufs) {
+    std::shared_ptr<DeviceStorage> s = storage_for(*si.bufs.at(static_cast<size_t>(a.index)));
+    handles.push_back(s->buf->handle());
+    keep.push_back(std::move(s));
+  }
+  std::vector<int64_t> vals;
+  for (const UOpRef& v : prog.vars) {
+    const auto& name = v->arg_as<VarArg>().name;
+    auto it = std::find_if(var_vals.begin(), var_vals.end(),
+                           [&](const auto& kv) { return kv.first->template arg_as<VarArg>().name == name; });
+    if (it == var_vals.end()) throw ValueError("realize", fmt::format("variable {} has no value", name));
+    vals.push_back(it->second);
+  }
+  double seconds = 0;
+  check(program->launch(handles, vals, prog.launch_dims(vals), true, &seconds), "launch", prog.name);
+  debug_log(2, "{:<6} {:<24} {:>9.3f} ms", dev.name(), prog.name, seconds * 1e3);
+}
+
+void run_copy(const ScheduleItem& si, std::vector<std::shared_ptr<DeviceStorage>>& keep) {
+  std::shared_ptr<DeviceStorage> dst = storage_for(*si.bufs.at(0)), src = storage_of(*si.bufs.at(1));
+  std::vector<std::byte> bytes(src->buf->nbytes());
+  src->buf->copyout(bytes);
+  dst->buf->copyin(bytes);
+  keep.push_back(dst), keep.push_back(src);
+}
+
 }  // namespace
 
 std::ostream& operator<<(std::ostream& os, const ScheduleItemView& si) {
-  return os << "ScheduleItem(" << (si.ast ? si.ast->str() : "<no ast>") << ", " << si.bufs.size()
-            << " buffers)";
+  return os << ScheduleItem{si.ast, si.bufs}.str();
 }
 
 std::string canonical_device(std::string_view spec) {
@@ -113,56 +193,92 @@ std::string canonical_device(std::string_view spec) {
   return name + rest;
 }
 
-std::string default_device() {
-  std::string dev = env::get("DEV");
-  return dev.empty() ? std::string("INTERP") : canonical_device(dev);
+std::string default_device_name() {
+  Device& d = tg::default_device();
+  return d.index() == 0 ? d.name() : d.str();
 }
 
 RealizedBuffer buffer_from_host(std::string_view device, DType dtype, std::span<const std::byte> data) {
   if (data.size() % dtype.itemsize() != 0)
     throw ValueError("buffer",
                      fmt::format("{} bytes is not a whole number of {}", data.size(), dtype.name()));
-  return make_buffer(device, dtype, std::vector<std::byte>(data.begin(), data.end()));
+  return make_buffer(device, dtype, static_cast<int64_t>(data.size() / dtype.itemsize()), data);
 }
 
 RealizedBuffer buffer_empty(std::string_view device, DType dtype, int64_t numel) {
   if (numel < 0) throw ValueError("buffer", fmt::format("negative element count {}", numel));
-  return make_buffer(device, dtype, std::vector<std::byte>(static_cast<size_t>(numel) * dtype.itemsize()));
+  return make_buffer(device, dtype, numel, {});
 }
 
 std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
-  std::vector<UOpRef> todo;
-  for (const UOpRef& r : roots)
-    if (r->op() != Ops::BUFFER && !(r->op() == Ops::RESHAPE && r->src(0)->op() == Ops::BUFFER))
-      todo.push_back(r);
-  auto lookup = [](const UOp& b) -> std::shared_ptr<host::Storage> { return storage_of(b); };
-  std::vector<std::vector<std::byte>> values = host::evaluate(todo, lookup);
+  // Every computed root is realized through CONTIGUOUS so its buffer is row-major.
+  std::vector<UOpRef> targets;
+  for (const UOpRef& r : roots) {
+    if (whole_buffer(*r) != nullptr && r->op() != Ops::ASSIGN) continue;
+    bool keep_as_is = r->op() == Ops::CONTIGUOUS || r->op() == Ops::ASSIGN;
+    targets.push_back(keep_as_is ? r : UOp::make(Ops::CONTIGUOUS, r->dtype(), {r}));
+  }
+  BecomesMap becomes;
+  VarVals var_vals;
+  std::vector<std::shared_ptr<DeviceStorage>> keep;
+  if (!targets.empty()) {
+    Timer t;
+    std::vector<ScheduleItem> items = create_schedule(UOp::sink(targets), becomes, &var_vals);
+    for (const ScheduleItem& si : items) si.is_copy() ? run_copy(si, keep) : run_kernel(si, var_vals, keep);
+    debug_log(1, "realized {} kernel{} in {:.3f} ms", items.size(), items.size() == 1 ? "" : "s", t.seconds() * 1e3);
+  }
 
   std::vector<RealizedBuffer> out;
   size_t next = 0;
   for (const UOpRef& r : roots) {
-    const UOp* whole = whole_buffer(*r);
-    bool computed = next < todo.size() && todo[next] == r;
-    if (whole != nullptr)
-      out.push_back({whole->ref(), storage_of(*whole)});
-    else
-      out.push_back(make_buffer(device_of(*r), r->dtype(), std::move(values[next])));
-    if (computed) next++;
+    if (whole_buffer(*r) != nullptr && r->op() != Ops::ASSIGN) {
+      out.push_back({whole_buffer(*r)->ref(), storage_of(*whole_buffer(*r))});
+      continue;
+    }
+    const UOpRef& target = targets[next++];
+    auto it = becomes.find(target);
+    const UOp* value = it == becomes.end() ? nullptr : it->second.get();
+    const UOp* buf = value ? whole_buffer(*value) : nullptr;
+    if (buf != nullptr) {
+      out.push_back({buf->ref(), storage_of(*buf)});
+      continue;
+    }
+    // Folded constants (and anything else without a buffer) are small: evaluate them on the host.
+    auto lookup = [](const UOp& b) -> std::shared_ptr<host::Storage> {
+      auto s = std::make_shared<host::Storage>();
+      std::shared_ptr<DeviceStorage> d = storage_of(b);
+      s->dtype = d->dtype;
+      s->bytes.resize(d->buf->nbytes());
+      d->buf->copyout(s->bytes);
+      return s;
+    };
+    const UOpRef src = value ? value->ref() : r;
+    std::vector<std::vector<std::byte>> bytes = host::evaluate(std::span(&src, 1), lookup);
+    out.push_back(make_buffer(device_of(*r), r->dtype(), static_cast<int64_t>(bytes[0].size() / r->dtype().itemsize()),
+                              bytes[0]));
   }
   return out;
 }
 
 void copy_to_host(const UOpRef& buffer, std::span<std::byte> dst) {
-  std::shared_ptr<HostBuffer> b = storage_of(*buffer);
-  if (dst.size() > b->bytes.size())
+  std::shared_ptr<DeviceStorage> b = storage_of(*buffer);
+  if (dst.size() > b->buf->nbytes())
     throw ValueError("copyout",
-                     fmt::format("asked for {} bytes of a {}-byte buffer", dst.size(), b->bytes.size()));
-  std::memcpy(dst.data(), b->bytes.data(), dst.size());
+                     fmt::format("asked for {} bytes of a {}-byte buffer", dst.size(), b->buf->nbytes()));
+  b->buf->copyout(dst);
 }
 
-std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef>) {
-  throw NotSupportedError("schedule",
-                          "this build realizes with the host reference evaluator, which has no kernels");
+std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef> roots) {
+  std::vector<UOpRef> targets;
+  for (const UOpRef& r : roots)
+    if (whole_buffer(*r) == nullptr || r->op() == Ops::ASSIGN)
+      targets.push_back(r->op() == Ops::CONTIGUOUS || r->op() == Ops::ASSIGN ? r
+                                                                           : UOp::make(Ops::CONTIGUOUS, r->dtype(), {r}));
+  std::vector<ScheduleItemView> out;
+  if (targets.empty()) return out;
+  BecomesMap becomes;
+  for (ScheduleItem& si : create_schedule(UOp::sink(targets), becomes)) out.push_back({si.ast, si.bufs});
+  return out;
 }
 
 }  // namespace tg

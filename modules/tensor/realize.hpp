@@ -35,7 +35,7 @@ struct ScheduleItemView {
 std::ostream& operator<<(std::ostream& os, const ScheduleItemView& si);
 
 // The device new tensors go to when none is named (DEV, else the first usable device).
-std::string default_device();
+std::string default_device_name();
 // "clang" -> "CLANG", "clang:0" -> "CLANG"; throws DeviceError for a malformed spec.
 std::string canonical_device(std::string_view spec);
 

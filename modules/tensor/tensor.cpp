@@ -25,7 +25,7 @@ DType Number::default_dtype() const {
 }
 
 Tensor::Tensor(Number v, std::optional<DType> dtype, std::string_view device) {
-  std::string dev = device.empty() ? default_device() : canonical_device(device);
+  std::string dev = device.empty() ? default_device_name() : canonical_device(device);
   *this = detail::const_tensor(v.value(), dtype.value_or(v.default_dtype()), {}, dev);
 }
 
@@ -52,7 +52,7 @@ void Tensor::init_from_host(std::span<const std::byte> bytes, DType src, Shape s
     }
     bytes = converted;
   }
-  std::string dev = device.empty() ? default_device() : canonical_device(device);
+  std::string dev = device.empty() ? default_device_name() : canonical_device(device);
   RealizedBuffer rb = buffer_from_host(dev, dt, bytes);
   *this = Tensor(UOp::make(Ops::RESHAPE, dt, {rb.buffer}, IntVec(shape)), dev, {rb.hold});
 }
@@ -237,6 +237,10 @@ Tensor Tensor::bitcast(DType d) const {
       d.is_bool() || dtype().is_bool())
     throw DTypeError("bitcast", fmt::format("cannot bitcast {} to {}", dtype().name(), d.name()));
   if (d == dtype()) return *this;
+  if (d.itemsize() != dtype().itemsize())
+    throw NotSupportedError("bitcast", fmt::format("{} to {} changes the element size; the scheduler only "
+                                                   "handles same-size bitcasts so far",
+                                                   dtype().name(), d.name()));
   return detail::derive(UOp::make(Ops::BITCAST, d, {uop()}), *this, {this});
 }
 

@@ -35,12 +35,12 @@ ClangRenderer::ClangRenderer(bool float16, unsigned threads) {
   caps_.global_max[0] = std::numeric_limits<uint32_t>::max();
   caps_.supports_float_ints = true;
   std::strncpy(caps_.dialect, "c", sizeof caps_.dialect - 1);
+  dialect_ = std::make_unique<tg::sdk::CDialect>(caps_);
 }
 
 tg::sdk::Status ClangRenderer::render(std::string_view name, std::span<const tg::UOp* const> uops,
                                       tg::sdk::Blob& source) noexcept {
-  (void)name, (void)uops, (void)source;
-  return tg::sdk::guard([] { return tg::sdk::unsupported("the C renderer lands with codegen"); });
+  return dialect_->render(name, uops, source);
 }
 
 }  // namespace tg::clangdev

@@ -10,6 +10,9 @@
 // called and resolve from libm, or used as __builtin_sqrtf etc. Vectors: __attribute__((ext_vector_type(n))).
 #include <string_view>
 
+#include <memory>
+
+#include "tg/sdk/cstyle.hpp"
 #include "tg/sdk/renderer.hpp"
 
 namespace tg::clangdev {
@@ -25,6 +28,7 @@ class ClangRenderer final : public tg::sdk::Renderer {
 
  private:
   tg::sdk::RendererCaps caps_;
+  std::unique_ptr<tg::sdk::CDialect> dialect_;  // the C renderer base emits exactly this calling convention
 };
 
 }  // namespace tg::clangdev
