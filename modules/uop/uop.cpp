@@ -55,7 +55,15 @@ class UOpTable {
   // The work list is per thread and shared by nested calls (an OpaqueArg freeing UOps), each of which
   // only drains what it pushed.
   void release_last(const UOp* first) {
-    static thread_local std::vector<const UOp*> dead;
+    // Static UOpRefs may die after this thread's thread_locals (at exit): then use a local list.
+    static thread_local bool list_gone = false;  // trivially destructible, so readable until the end
+    struct List {
+      std::vector<const UOp*> v;
+      ~List() { list_gone = true; }
+    };
+    static thread_local List list;
+    std::vector<const UOp*> local;
+    std::vector<const UOp*>& dead = list_gone ? local : list.v;
     size_t base = dead.size();
     if (drop(first)) dead.push_back(first);
     while (dead.size() > base) {

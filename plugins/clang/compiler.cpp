@@ -33,9 +33,10 @@ std::optional<std::pair<BinaryFormat, std::span<const std::byte>>> read_binary(
 }
 
 // -ffp-contract=off: a*b+c stays two roundings, as in the reference (INTERP) and on every vector width.
-// -fno-math-errno: sqrtf becomes one instruction. -nostdinc: kernels are self-contained, no headers.
+// -fwrapv: signed overflow wraps, as INTERP defines it. -fno-math-errno: sqrtf becomes one instruction.
+// -nostdinc: kernels are self-contained, no headers.
 std::vector<std::string> base_flags() {
-  return {"-O2", "-march=native", "-fPIC", "-ffp-contract=off", "-fno-math-errno", "-nostdinc"};
+  return {"-O2", "-march=native", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-nostdinc"};
 }
 
 std::vector<std::string> user_flags() {

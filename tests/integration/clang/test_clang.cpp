@@ -249,6 +249,26 @@ void split(void* const* bufs, const long long* vals, int core_id) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(signed_overflow_wraps_like_interp) {
+  // Without -fwrapv clang folds x + 1 > x to 1; INTERP (the reference) wraps, so INT_MAX + 1 > INT_MAX is 0.
+  const char* src = R"(
+void wrap(void* const* bufs, const long long* vals, int core_id) {
+  int* a = (int*)bufs[0];
+  a[1] = a[0] + 1 > a[0];
+}
+)";
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      auto& dev = device(p);
+      auto prog = build(dev, "wrap", src);
+      Buffer<int32_t> a(dev, std::vector<int32_t>{2147483647, -1});
+      Handle bufs[] = {a.h};
+      BOOST_TEST_REQUIRE(prog->launch(bufs, {}, tasks(1), true, nullptr).ok());
+      BOOST_TEST(a.read()[1] == 0);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(math_functions_resolve_from_libm) {
   const std::string src = R"(
 float expf(float);
