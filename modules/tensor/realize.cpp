@@ -13,7 +13,6 @@
 
 #include "base/env.hpp"
 #include "base/error.hpp"
-#include "base/hash.hpp"
 #include "base/log.hpp"
 #include "codegen/lower.hpp"
 #include "runtime/buffer.hpp"
@@ -83,11 +82,13 @@ std::shared_ptr<DeviceStorage> storage_of(const UOp& buffer) {
   if (buffer.op() != Ops::BUFFER)
     throw ValueError("realize", fmt::format("{} is not a BUFFER", op_name(buffer.op())));
   std::shared_ptr<DeviceStorage> b = table().find(buffer_id(buffer));
-  if (!b) throw ValueError("realize", fmt::format("buffer {} was freed (no tensor holds it)", buffer_id(buffer)));
+  if (!b)
+    throw ValueError("realize", fmt::format("buffer {} was freed (no tensor holds it)", buffer_id(buffer)));
   return b;
 }
 
-RealizedBuffer make_buffer(std::string_view device, DType dtype, int64_t numel, std::span<const std::byte> data) {
+RealizedBuffer make_buffer(std::string_view device, DType dtype, int64_t numel,
+                           std::span<const std::byte> data) {
   UOpRef buf = tg::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
   std::shared_ptr<DeviceStorage> b = storage_for(*buf);
   if (!data.empty()) b->buf->copyin(data);
@@ -113,40 +114,63 @@ const UOp* whole_buffer(const UOp& u) {
   return b->op() == Ops::BUFFER ? b : nullptr;
 }
 
-// Compiled programs by (device, source hash, compiler cache key): a program compiles once per process.
-struct ProgramCache {
-  std::mutex mu;
-  std::unordered_map<std::string, std::shared_ptr<sdk::Program>> programs;
+// A root already held whole in a buffer needs no kernel (an ASSIGN still has to run).
+bool already_realized(const UOp& r) { return whole_buffer(r) != nullptr && r.op() != Ops::ASSIGN; }
+
+// What the scheduler realizes for these roots: each computed root through CONTIGUOUS, so its buffer
+// is row-major.
+std::vector<UOpRef> realize_targets(std::span<const UOpRef> roots) {
+  std::vector<UOpRef> targets;
+  for (const UOpRef& r : roots) {
+    if (already_realized(*r)) continue;
+    bool keep_as_is = r->op() == Ops::CONTIGUOUS || r->op() == Ops::ASSIGN;
+    targets.push_back(keep_as_is ? r : UOp::make(Ops::CONTIGUOUS, r->dtype(), {r}));
+  }
+  return targets;
+}
+
+// Kernels by (device, AST): lowered, rendered and compiled once per process. Interned ASTs make the
+// pointer the identity; the entry holds the AST so the pointer cannot be reused while cached.
+struct CompiledKernel {
+  UOpRef ast;
+  LinearProgram prog;
+  std::shared_ptr<sdk::Program> program;
 };
-ProgramCache& program_cache() {
-  static ProgramCache* c = new ProgramCache();
+struct KernelCache {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<const CompiledKernel>> kernels;
+};
+KernelCache& kernel_cache() {
+  static KernelCache* c = new KernelCache();  // never destroyed: programs may outlive static destruction
   return *c;
 }
 
-std::shared_ptr<sdk::Program> get_program(Device& dev, const LinearProgram& prog) {
-  const std::vector<const UOp*> view = prog.view();
-  sdk::Blob source;
-  check(dev.renderer().render(prog.name, view, source), "render", prog.name);
-  debug_log(4, "{}", source.text());
-  std::string key = fmt::format("{}|{}|{}", dev.str(), dev.compiler().cache_key(), hash_hex(source.text()));
-  ProgramCache& cache = program_cache();
+std::shared_ptr<const CompiledKernel> compile_kernel(Device& dev, const UOpRef& ast) {
+  std::string key = fmt::format("{}|{}", dev.str(), static_cast<const void*>(ast.get()));
+  KernelCache& cache = kernel_cache();
   {
     std::lock_guard lock(cache.mu);
-    if (auto it = cache.programs.find(key); it != cache.programs.end()) return it->second;
+    if (auto it = cache.kernels.find(key); it != cache.kernels.end()) return it->second;
   }
+  auto k = std::make_shared<CompiledKernel>();
+  k->ast = ast;
+  k->prog = lower_kernel(ast, dev.caps());
+  if (env::DEBUG >= 6) debug_log(6, "{}", k->prog.str());
+  const std::vector<const UOp*> view = k->prog.view();
+  sdk::Blob source;
+  check(dev.renderer().render(k->prog.name, view, source), "render", k->prog.name);
+  debug_log(4, "{}", source.text());
   sdk::Blob binary = dev.compile(source.text());
-  std::shared_ptr<sdk::Program> program = dev.load(prog.name, binary.bytes());
+  k->program = dev.load(k->prog.name, binary.bytes());
   std::lock_guard lock(cache.mu);
-  cache.programs.emplace(key, program);
-  return program;
+  return cache.kernels.emplace(key, std::move(k)).first->second;
 }
 
 void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
                 std::vector<std::shared_ptr<DeviceStorage>>& keep) {
   Device& dev = tg::device(buffer_device(*si.bufs.at(0)));
-  LinearProgram prog = lower_kernel(si.ast, dev.caps());
-  if (env::DEBUG >= 6) debug_log(6, "{}", prog.str());
-  std::shared_ptr<sdk::Program> program = get_program(dev, prog);
+  std::shared_ptr<const CompiledKernel> k = compile_kernel(dev, si.ast);
+  const LinearProgram& prog = k->prog;
   std::vector<sdk::Handle> handles;
   for (const BufferArg& a : prog.bufs) {
     std::shared_ptr<DeviceStorage> s = storage_for(*si.bufs.at(static_cast<size_t>(a.index)));
@@ -162,7 +186,7 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
     vals.push_back(it->second);
   }
   double seconds = 0;
-  check(program->launch(handles, vals, prog.launch_dims(vals), true, &seconds), "launch", prog.name);
+  check(k->program->launch(handles, vals, prog.launch_dims(vals), true, &seconds), "launch", prog.name);
   debug_log(2, "{:<6} {:<24} {:>9.3f} ms", dev.name(), prog.name, seconds * 1e3);
 }
 
@@ -211,13 +235,7 @@ RealizedBuffer buffer_empty(std::string_view device, DType dtype, int64_t numel)
 }
 
 std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
-  // Every computed root is realized through CONTIGUOUS so its buffer is row-major.
-  std::vector<UOpRef> targets;
-  for (const UOpRef& r : roots) {
-    if (whole_buffer(*r) != nullptr && r->op() != Ops::ASSIGN) continue;
-    bool keep_as_is = r->op() == Ops::CONTIGUOUS || r->op() == Ops::ASSIGN;
-    targets.push_back(keep_as_is ? r : UOp::make(Ops::CONTIGUOUS, r->dtype(), {r}));
-  }
+  std::vector<UOpRef> targets = realize_targets(roots);
   BecomesMap becomes;
   VarVals var_vals;
   std::vector<std::shared_ptr<DeviceStorage>> keep;
@@ -225,13 +243,14 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
     Timer t;
     std::vector<ScheduleItem> items = create_schedule(UOp::sink(targets), becomes, &var_vals);
     for (const ScheduleItem& si : items) si.is_copy() ? run_copy(si, keep) : run_kernel(si, var_vals, keep);
-    debug_log(1, "realized {} kernel{} in {:.3f} ms", items.size(), items.size() == 1 ? "" : "s", t.seconds() * 1e3);
+    debug_log(1, "realized {} kernel{} in {:.3f} ms", items.size(), items.size() == 1 ? "" : "s",
+              t.seconds() * 1e3);
   }
 
   std::vector<RealizedBuffer> out;
   size_t next = 0;
   for (const UOpRef& r : roots) {
-    if (whole_buffer(*r) != nullptr && r->op() != Ops::ASSIGN) {
+    if (already_realized(*r)) {
       out.push_back({whole_buffer(*r)->ref(), storage_of(*whole_buffer(*r))});
       continue;
     }
@@ -254,8 +273,8 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
     };
     const UOpRef src = value ? value->ref() : r;
     std::vector<std::vector<std::byte>> bytes = host::evaluate(std::span(&src, 1), lookup);
-    out.push_back(make_buffer(device_of(*r), r->dtype(), static_cast<int64_t>(bytes[0].size() / r->dtype().itemsize()),
-                              bytes[0]));
+    out.push_back(make_buffer(device_of(*r), r->dtype(),
+                              static_cast<int64_t>(bytes[0].size() / r->dtype().itemsize()), bytes[0]));
   }
   return out;
 }
@@ -269,11 +288,7 @@ void copy_to_host(const UOpRef& buffer, std::span<std::byte> dst) {
 }
 
 std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef> roots) {
-  std::vector<UOpRef> targets;
-  for (const UOpRef& r : roots)
-    if (whole_buffer(*r) == nullptr || r->op() == Ops::ASSIGN)
-      targets.push_back(r->op() == Ops::CONTIGUOUS || r->op() == Ops::ASSIGN ? r
-                                                                           : UOp::make(Ops::CONTIGUOUS, r->dtype(), {r}));
+  std::vector<UOpRef> targets = realize_targets(roots);
   std::vector<ScheduleItemView> out;
   if (targets.empty()) return out;
   BecomesMap becomes;
