@@ -269,6 +269,11 @@ std::string CStyleRenderer::render_source(std::string_view name, std::span<const
     const std::string& off = src(index, 1);
     if (value.count() > 1 && buf->dtype().count() == 1)
       return fmt::format("(*(({}*)({}+{})))", type_name(value), b, off);
+    // x + c as (buf+x)[c]: the pointer arithmetic shows neighbouring accesses as neighbours even where
+    // integer overflow wraps (-fwrapv), so unrolled copies can become vector loads.
+    const UOp* i = index->src(1).get();
+    if (i->op() == Ops::ADD && i->src(1)->is_const() && i->dtype().is_int())
+      return fmt::format("({}+{})[{}]", b, src(i, 0), src(i, 1));
     return fmt::format("{}[{}]", b, off);
   };
   stack.assign(1, 0);
@@ -299,10 +304,13 @@ std::string CStyleRenderer::render_source(std::string_view name, std::span<const
       case Ops::CONST:
         r[i] = render_const(*u);
         break;
-      case Ops::SPECIAL:
+      case Ops::SPECIAL: {
         r[i] = identifier(u->arg_as<std::string>());
-        line(fmt::format("{} {} = {}; /* {} */", type_name(u->dtype()), r[i], render_special(*u), src(u, 0)));
+        std::string expr = render_special(*u);
+        if (expr != r[i])  // else it is a kernel parameter of that name already (core_id)
+          line(fmt::format("{} {} = {}; /* {} */", type_name(u->dtype()), r[i], expr, src(u, 0)));
         break;
+      }
       case Ops::DEFINE_REG:
         r[i] = fmt::format("acc{}", u->arg_as<int64_t>());
         line(render_reg(*u, r[i]));
@@ -450,17 +458,24 @@ std::string CDialect::render_kernel(const CKernel& k) const {
     out += fmt::format("typedef {} {} __attribute__((aligned({}),ext_vector_type({})));\n", type_name(s),
                        type_name(v), std::bit_floor(v.itemsize()), v.count());
   }
-  out += fmt::format("void {}(void* const* bufs, const long long* vals, int core_id) {{\n", k.name);
+  // The body takes the buffers as restrict parameters (compilers ignore restrict on locals), so the
+  // unrolled copies of a statement can be packed into vectors; the entry point only unpacks bufs.
+  std::string params, args;
   for (const auto& b : k.bufs) {
     std::string t = (b.written ? "" : "const ") + type_name(b.dtype.base());
-    out += fmt::format("  {}* {} = ({}*)bufs[{}];\n", t, b.name, t, b.index);
+    params += fmt::format("{}* restrict {}, ", t, b.name);
+    args += fmt::format("({}*)bufs[{}], ", t, b.index);
   }
+  out += fmt::format("static void {}_body({}const long long* vals, int core_id) {{\n", k.name, params);
   for (size_t i = 0; i < k.vars.size(); i++)
     out += fmt::format("  const {} {} = ({})vals[{}];\n", type_name(k.vars[i].dtype), k.vars[i].name,
                        type_name(k.vars[i].dtype), i);
-  out += "  (void)bufs; (void)vals; (void)core_id;\n";
+  out += "  (void)vals; (void)core_id;\n";
   for (const auto& l : k.body) out += l + "\n";
-  return out + "}\n";
+  out += "}\n";
+  out += fmt::format("void {}(void* const* bufs, const long long* vals, int core_id) {{\n", k.name);
+  out += fmt::format("  (void)bufs;\n  {}_body({}vals, core_id);\n}}\n", k.name, args);
+  return out;
 }
 
 }  // namespace tg::sdk

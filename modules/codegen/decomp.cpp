@@ -1,4 +1,5 @@
 // Rewrites for ops a renderer lacks (RendererCaps::native_ops). One rule per op, added only when missing.
+#include <cmath>
 #include <functional>
 
 #include "codegen/lower.hpp"
@@ -37,6 +38,7 @@ UOpRef trunc_float(const UOpRef& a) {
   bool f64 = a->dtype().scalar() == Scalar::FLOAT64;
   UOpRef mag = a->lt(a->const_like(0.0))->where(-a, a);
   UOpRef whole = a->cast(DType(f64 ? Scalar::INT64 : Scalar::INT32, a->dtype().count()))->cast(a->dtype());
+  whole = whole->ne(a->const_like(0.0))->where(whole, a * a->const_like(0.0));  // trunc(-0.5) = -0
   return mag->lt(a->const_like(f64 ? 4503599627370496.0 : 8388608.0))
       ->where(whole, a);  // |a| >= 2^mantissa is whole
 }
@@ -55,7 +57,12 @@ PatternMatcher decompositions(const sdk::RendererCaps& caps) {
   if (missing(Ops::SIN)) float_rule(Ops::SIN, [](Match& m) { return xsin(m["a"]); });
   if (missing(Ops::POW)) float_rule(Ops::POW, [](Match& m) { return xpow(m["a"], m["b"]); });
   if (missing(Ops::SQRT))
-    float_rule(Ops::SQRT, [](Match& m) { return xpow(m["a"], m["a"]->const_like(0.5)); });
+    float_rule(Ops::SQRT, [](Match& m) {
+      // x ** 0.5, except sqrt(x < 0) = NaN (pow(-inf, 0.5) is inf) and sqrt(-0) = -0 (pow gives +0)
+      const UOpRef& a = m["a"];
+      UOpRef zero = a->const_like(0.0);
+      return a->lt(zero)->where(a->const_like(NAN), a->ne(zero)->where(xpow(a, a->const_like(0.5)), a));
+    });
   if (missing(Ops::TRUNC)) float_rule(Ops::TRUNC, [](Match& m) { return trunc_float(m["a"]); });
   if (missing(Ops::FDIV))  // a / b -> a * (1/b)
     rules.push_back({binary(Ops::FDIV), [](Match& m) { return m["a"] * m["b"]->alu(Ops::RECIPROCAL); }});

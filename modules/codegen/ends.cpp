@@ -78,15 +78,39 @@ UOpRef replace_open(const UOpRef& u, const std::unordered_map<const UOp*, UOpRef
   return done.at(u.get());
 }
 
+// Every assignment of values to the UNROLL ranges rs, the last range fastest (loop order).
+std::vector<std::unordered_map<const UOp*, UOpRef>> unroll_points(const std::vector<UOpRef>& rs) {
+  std::vector<std::unordered_map<const UOp*, UOpRef>> out{{}};
+  for (const UOpRef& r : rs) {
+    std::vector<std::unordered_map<const UOp*, UOpRef>> next;
+    int64_t n = std::get<int64_t>(*r->src(0)->const_value());
+    for (const auto& m : out)
+      for (int64_t v = 0; v < n; v++) {
+        next.push_back(m);
+        next.back()[r.get()] = UOp::const_(r->dtype(), ConstValue{v});
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
 UOpRef lower_reduce(Match& m) {
   auto& ctx = m.ctx<ReduceCtx>();
   const UOpRef& red = m.root();
   Ops op = red->arg_as<Ops>();
   UOpRef value = red->src(0)->cast(red->dtype());
-  std::vector<UOpRef> rs;
+  std::vector<UOpRef> rs, unrolled;
   for (size_t i = 1; i < red->src().size(); i++)
-    if (red->src(i)->op() == Ops::RANGE) rs.push_back(red->src(i));
-  if (rs.empty()) return value;  // every reduced loop had one trip
+    if (red->src(i)->op() == Ops::RANGE)
+      (red->src(i)->arg_as<AxisArg>().type == AxisType::UNROLL ? unrolled : rs).push_back(red->src(i));
+  sort_by_id(unrolled);
+  // UNROLL ranges are not loops: the update applies op to each of their values in turn, in loop order.
+  auto update = [&](UOpRef cur) {
+    for (const std::unordered_map<const UOp*, UOpRef>& at : unroll_points(unrolled))
+      cur = cur->alu(op, at.empty() ? value : value->substitute(at));
+    return cur;
+  };
+  if (rs.empty()) return unrolled.empty() ? value : update(identity_element(op, red->dtype()));
 
   // A RANGE another REDUCE already loops over gets a fresh copy: each loop has exactly one END.
   std::unordered_map<const UOp*, UOpRef> fresh;
@@ -104,19 +128,28 @@ UOpRef lower_reduce(Match& m) {
   // The loops the value sits in besides its own: the accumulator is reset inside them.
   std::vector<const UOp*> topo = value->toposort();
   std::vector<std::vector<const UOp*>> open = open_ranges(topo);
-  std::vector<UOpRef> outer;
+  // UPCAST loops among them are unrolled later: each of their values gets its own accumulator slot.
+  std::vector<UOpRef> outer, upcast;
   for (const UOp* r : open.back())
-    if (std::find(rs.begin(), rs.end(), r->ref()) == rs.end()) outer.push_back(r->ref());
-  sort_by_id(outer);
+    if (std::find(rs.begin(), rs.end(), r->ref()) == rs.end() &&
+        std::find(unrolled.begin(), unrolled.end(), r->ref()) == unrolled.end())
+      (r->arg_as<AxisArg>().type == AxisType::UPCAST ? upcast : outer).push_back(r->ref());
+  sort_by_id(outer), sort_by_id(upcast);
+  int64_t slots = 1;
+  UOpRef at_slot = UOp::const_(dtypes::index, ConstValue{int64_t{0}});
+  for (const UOpRef& u : upcast) {
+    int64_t n = std::get<int64_t>(*u->src(0)->const_value());
+    at_slot = slots == 1 ? u : at_slot * n + u;
+    slots *= n;
+  }
 
-  DType acc_t = red->dtype().ptr(AddrSpace::REG, 1);
+  DType acc_t = red->dtype().ptr(AddrSpace::REG, slots);
   UOpRef acc = UOp::make(Ops::DEFINE_REG, acc_t, {}, int64_t{ctx.next_acc++});
-  UOpRef zero = UOp::const_(dtypes::index, ConstValue{int64_t{0}});
   auto after = [&](std::vector<UOpRef> deps) {
     deps.insert(deps.begin(), acc);
     return deps.size() == 1 ? acc : UOp::make(Ops::AFTER, acc_t, std::move(deps));
   };
-  auto slot = [&](const UOpRef& a) { return UOp::make(Ops::INDEX, acc_t, {a, zero}); };
+  auto slot = [&](const UOpRef& a) { return UOp::make(Ops::INDEX, acc_t, {a, at_slot}); };
 
   UOpRef init =
       UOp::make(Ops::STORE, dtypes::void_, {slot(after(outer)), identity_element(op, red->dtype())});
@@ -124,7 +157,8 @@ UOpRef lower_reduce(Match& m) {
   deps.insert(deps.end(), rs.begin(), rs.end());
   UOpRef acc_in = slot(after(deps));
   UOpRef cur = UOp::make(Ops::LOAD, red->dtype(), {acc_in});
-  UOpRef loop = UOp::make(Ops::STORE, dtypes::void_, {acc_in, cur->alu(op, value)});
+  UOpRef loop =
+      UOp::make(Ops::STORE, dtypes::void_, {acc_in, unrolled.empty() ? cur->alu(op, value) : update(cur)});
   for (auto it = rs.rbegin(); it != rs.rend(); ++it) loop = end_of(loop, *it);
   return UOp::make(Ops::LOAD, red->dtype(), {slot(after({loop}))});
 }

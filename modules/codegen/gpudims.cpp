@@ -1,5 +1,6 @@
 // Output loops -> launch indices for renderers with workgroups: the loops around the whole kernel become
 // SPECIAL gidx (LOCAL-type ranges: lidx), innermost loop first, grouped or split to fit the device limits.
+// CPU-style targets turn a THREAD range into the task index core_id instead.
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -100,8 +101,19 @@ std::array<int64_t, 3> limits(const uint32_t (&m)[3]) { return {m[0], m[1], m[2]
 
 }  // namespace
 
+// CPU-style targets: a THREAD range is the task index core_id; without tasks it stays a plain loop.
+static UOpRef thread_to_core(const UOpRef& sink, const sdk::RendererCaps& caps) {
+  if (!caps.has_threads) return sink;
+  std::unordered_map<const UOp*, UOpRef> map;
+  for (const UOp* u : sink->toposort())
+    if (u->op() == Ops::RANGE && u->arg_as<AxisArg>().type == AxisType::THREAD)
+      map[u] = UOp::make(Ops::SPECIAL, dtypes::index, {u->src(0)}, std::string("core_id"));
+  if (map.empty()) return sink;
+  return graph_rewrite(sink->substitute(map), end_cleanup(), nullptr, {.name = "add core_id"});
+}
+
 UOpRef add_gpudims(const UOpRef& sink, const sdk::RendererCaps& caps) {
-  if (!caps.has_local) return sink;
+  if (!caps.has_local) return thread_to_core(sink, caps);
   // The chain of loops around everything: the single top-level END and the ENDs directly inside it.
   const UOp* e = nullptr;
   for (const UOpRef& s : sink->src()) {
@@ -114,7 +126,7 @@ UOpRef add_gpudims(const UOpRef& sink, const sdk::RendererCaps& caps) {
     const UOpRef& r = e->src(1);
     if (r->op() != Ops::RANGE) break;
     AxisType t = r->arg_as<AxisArg>().type;
-    if (t == AxisType::LOOP || t == AxisType::GLOBAL)
+    if (t == AxisType::LOOP || t == AxisType::GLOBAL || t == AxisType::THREAD)
       globals.push_back(r);
     else if (t == AxisType::LOCAL)
       locals.push_back(r);

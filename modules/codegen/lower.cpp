@@ -109,13 +109,32 @@ std::string kernel_name(const UOpRef& ast) {
   return name;
 }
 
-UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const LowerOptions& opts) {
+namespace {
+
+void check_ast(const UOpRef& ast) {
   if (!ast || ast->op() != Ops::SINK)
     throw ValueError("codegen",
                      fmt::format("a kernel AST is a SINK of stores, got {}", ast ? ast->str() : "null"));
+}
+
+}  // namespace
+
+std::vector<Opt> choose_opts(const UOpRef& ast, const sdk::RendererCaps& caps, const LowerOptions& options) {
+  if (options.opts) return *options.opts;
+  if (env::NOOPT.value() != 0) return {};
+  check_ast(ast);
   UOpRef s = graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"});
+  return hand_coded_optimizations(s, caps);
+}
+
+UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const LowerOptions& opts,
+                      std::span<const Opt> applied) {
+  check_ast(ast);
+  UOpRef s = graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"});
+  s = apply_opts(s, applied, caps);
   s = codegen::split_ends(s);
   s = codegen::reduce_to_acc(s);
+  s = codegen::expand_upcasts(s);
   s = codegen::merge_ends(s);
   s = codegen::add_gpudims(s, caps);
   s = graph_rewrite(s, symbolic(), nullptr, {.name = "symbolic"});
@@ -129,8 +148,14 @@ UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const Lo
 
 LinearProgram lower_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const LowerOptions& opts) {
   LinearProgram p;
-  p.name = opts.name.empty() ? kernel_name(ast) : opts.name;
-  p.uops = linearize(rewrite_kernel(ast, caps, opts));
+  p.applied_opts = choose_opts(ast, caps, opts);
+  if (opts.name.empty())
+    p.name = kernel_name(apply_opts(graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"}),
+                                    p.applied_opts, caps));
+  else
+    p.name = opts.name;
+  p.uops = linearize(rewrite_kernel(ast, caps, opts, p.applied_opts));
+  debug_log(3, "{:<28} opts {}", p.name, opts_str(p.applied_opts));
   std::map<int64_t, BufferArg> bufs;
   UOpRef one = UOp::const_(dtypes::int32, ConstValue{int64_t{1}});
   p.global_size = {one, one, one}, p.local_size = {one, one, one};
@@ -193,7 +218,7 @@ std::vector<const UOp*> LinearProgram::view() const {
 
 std::string LinearProgram::str() const {
   std::unordered_map<const UOp*, size_t> idx;
-  std::string out = fmt::format("{} ({} uops)\n", name, uops.size());
+  std::string out = fmt::format("{} ({} uops) opts {}\n", name, uops.size(), opts_str(applied_opts));
   for (size_t i = 0; i < uops.size(); i++) {
     const UOp* u = uops[i].get();
     idx[u] = i;

@@ -3,10 +3,12 @@
 // renderer prints or INTERP runs. Every step is a named graph_rewrite; lower_kernel runs them in order.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "codegen/opts.hpp"
 #include "tg/sdk/program.hpp"
 #include "tg/sdk/renderer.hpp"
 #include "uop/pattern.hpp"
@@ -28,6 +30,7 @@ struct LinearProgram {
   std::vector<UOpRef> vars;     // DEFINE_VARs in the order of Program::launch's vals (int32/int64 now, so
                                 // match them to the AST's index-typed ones by VarArg name)
   std::array<UOpRef, 3> global_size, local_size;  // integer expressions over vars (CONST when static)
+  std::vector<Opt> applied_opts;                  // the optimizations the kernel was lowered with
 
   // Launch sizes for one set of variable values (vals in `vars` order).
   sdk::LaunchDims launch_dims(std::span<const int64_t> vals) const;
@@ -40,6 +43,7 @@ struct LinearProgram {
 struct LowerOptions {
   std::string name;                       // kernel name; empty = generated ("E_4_4")
   const PatternMatcher* extra = nullptr;  // renderer-specific rules, run with the decompositions
+  std::optional<std::vector<Opt>> opts;   // these opts instead of the heuristic's (NOOPT=1: none)
 };
 
 // Whether the renderer computes op natively. RendererCaps::native_ops == 0 means basic_ops().
@@ -50,8 +54,13 @@ OpSet basic_ops();  // + * / % -, <, !=, bitwise, shifts, WHERE, FDIV, RECIPROCA
 // AST that breaks the stage-2 contract and NotSupportedError for an op the renderer cannot get.
 LinearProgram lower_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const LowerOptions& opts = {});
 
-// The graph steps alone: the SINK lower_kernel linearizes.
-UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const LowerOptions& opts = {});
+// The graph steps alone: the SINK lower_kernel linearizes. opts are applied to the AST first.
+UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const LowerOptions& opts = {},
+                      std::span<const Opt> applied = {});
+
+// The opts lower_kernel applies: options.opts if given, none under NOOPT=1, else the heuristic's.
+std::vector<Opt> choose_opts(const UOpRef& ast, const sdk::RendererCaps& caps,
+                             const LowerOptions& options = {});
 
 // Block-structured toposort of a lowered SINK: RANGE opens a loop that the END closing it ends, every
 // node sits in the outermost loop its sources allow (loop-invariant work is hoisted), SINK last.

@@ -15,7 +15,10 @@ UOpRef reduce_to_acc(const UOpRef& sink);  // REDUCE -> DEFINE_REG accumulator: 
 UOpRef merge_ends(const UOpRef& sink);     // ENDs of one RANGE side by side -> one END over NOOP(bodies)
 const PatternMatcher& end_cleanup();       // END sources that are no longer RANGEs are dropped
 
-// gpudims.cpp: output loops -> SPECIAL gidx/lidx for renderers with workgroups.
+// expand.cpp: a loop over an UPCAST range -> its body once per value (NOOP of the copies).
+UOpRef expand_upcasts(const UOpRef& sink);
+
+// gpudims.cpp: output loops -> SPECIAL gidx/lidx for renderers with workgroups; THREAD -> SPECIAL core_id.
 UOpRef add_gpudims(const UOpRef& sink, const sdk::RendererCaps& caps);
 
 // index_dtype.cpp: every INDEX-typed node -> int32, or int64 where its range needs it.

@@ -247,8 +247,9 @@ UOpRef xpow(const UOpRef& base, const UOpRef& exponent) {
   UOpRef is_odd = (lt(exponent, 0.0)->where(-exponent, exponent)->cast(i32) % int64_t{2})
                       ->ne(UOp::const_(i32, ConstValue{int64_t{0}}));
   UOpRef neg_base = non_int->where(ne(base, -kInf)->where(cf(ret, kNan), ret), is_odd->where(-ret, ret));
-  return ne(exponent, 0.0)
-      ->where(neg->where(neg_base, ret), cf(ret, 1.0));  // x ** 0 = 1, even 0 ** 0 and nan ** 0
+  UOpRef r = ne(exponent, 0.0)
+                 ->where(neg->where(neg_base, ret), cf(ret, 1.0));  // x ** 0 = 1, even 0 ** 0 and nan ** 0
+  return ne(base, 1.0)->where(r, cf(ret, 1.0));                     // 1 ** y = 1, even 1 ** nan
 }
 
 UOpRef threefry2x32(const UOpRef& x, const UOpRef& key) {

@@ -1,0 +1,116 @@
+// Kernel benchmark: the kernels the scheduler makes for matmul, a conv, an elementwise chain and a sum,
+// lowered without opts (NOOPT) and with the heuristic's, run on one device; prints GFLOPS / GB/s and the
+// ratio. Asserts nothing.
+//   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING]   (DEBUG=4 prints the sources)
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/env.hpp"
+#include "base/log.hpp"
+#include "codegen/lower.hpp"
+#include "runtime/buffer.hpp"
+#include "runtime/registry.hpp"
+#include "tensor/realize.hpp"
+#include "tensor/tensor.hpp"
+
+using namespace tg;
+
+namespace {
+
+struct Compiled {
+  LinearProgram prog;
+  std::unique_ptr<sdk::Program> program;
+};
+
+Compiled compile(Device& dev, const UOpRef& ast, bool noopt) {
+  env::Scoped s(env::NOOPT, noopt ? 1 : 0);
+  Compiled c{lower_kernel(ast, dev.caps()), nullptr};
+  std::vector<const UOp*> view = c.prog.view();
+  sdk::Blob src;
+  if (!dev.renderer().render(c.prog.name, view, src).ok()) std::abort();
+  debug_log(4, "{}", src.text());
+  sdk::Blob bin = dev.compile(src.text());
+  c.program = dev.load(c.prog.name, bin.bytes());
+  return c;
+}
+
+// Best-of-repeat seconds for running every kernel of the schedule once, in order.
+double run_schedule(Device& dev, const std::vector<ScheduleItemView>& items, bool noopt, int repeat,
+                    std::string& names) {
+  std::map<const UOp*, std::unique_ptr<Buffer>> bufs;
+  std::vector<Compiled> kernels;
+  for (const ScheduleItemView& si : items) {
+    kernels.push_back(compile(dev, si.ast, noopt));
+    names += (names.empty() ? "" : " ") + kernels.back().prog.name;
+    for (const UOpRef& b : si.bufs) {
+      if (bufs.count(b.get())) continue;
+      size_t n = static_cast<size_t>(b->arg_as<int64_t>()) * b->dtype().itemsize();
+      auto buf = std::make_unique<Buffer>(dev, n);
+      std::vector<float> init(n / sizeof(float));
+      for (size_t i = 0; i < init.size(); i++) init[i] = static_cast<float>(i % 17) * 0.125f - 1.0f;
+      buf->copyin(std::as_bytes(std::span(init)));
+      bufs[b.get()] = std::move(buf);
+    }
+  }
+  double best = 1e30;
+  for (int r = 0; r < repeat + 1; r++) {  // the first run warms caches and pages
+    Timer t;
+    for (size_t k = 0; k < items.size(); k++) {
+      std::vector<sdk::Handle> hs;
+      for (const BufferArg& a : kernels[k].prog.bufs)
+        hs.push_back(bufs.at(items[k].bufs.at(static_cast<size_t>(a.index)).get())->handle());
+      if (!kernels[k].program->launch(hs, {}, kernels[k].prog.launch_dims({}), true, nullptr).ok())
+        std::abort();
+    }
+    if (r > 0) best = std::min(best, t.seconds());
+  }
+  return best;
+}
+
+std::string only;  // run only the benchmarks whose name contains this
+
+// work: FLOPs (unit "GFLOPS") or bytes moved (unit "GB/s").
+void bench(Device& dev, const char* what, const Tensor& t, double work, const char* unit, int repeat) {
+  if (std::string(what).find(only) == std::string::npos) return;
+  std::vector<ScheduleItemView> items = t.schedule();
+  std::string n0, n1;
+  double slow = run_schedule(dev, items, true, repeat, n0);
+  double fast = run_schedule(dev, items, false, repeat, n1);
+  fmt::print("{:<22} NOOPT {:8.2f} {:<6} ({:8.2f} ms)  opts {:8.2f} {:<6} ({:8.2f} ms)  x{:5.1f}   {}\n",
+             what, work / slow / 1e9, unit, slow * 1e3, work / fast / 1e9, unit, fast * 1e3, slow / fast, n1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device = "CLANG";
+  int repeat = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
+    if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+  }
+  Device& dev = tg::device(device);
+  fmt::print("{}: {}\n", dev.str(), dev.description());
+  auto f32 = dtypes::float32;
+  for (int64_t n : {256, 512, 1024}) {
+    Tensor a = Tensor::empty({n, n}, f32, device), b = Tensor::empty({n, n}, f32, device);
+    bench(dev, fmt::format("matmul {}", n).c_str(), a.matmul(b), 2.0 * n * n * n, "GFLOPS", repeat);
+  }
+  {
+    Tensor x = Tensor::empty({128, 32, 28, 28}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
+    bench(dev, "conv 5x5 32->32 b128", x.conv2d(w), 2.0 * 128 * 32 * 24 * 24 * 32 * 25, "GFLOPS", repeat);
+  }
+  const int64_t m = 16 << 20;
+  Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);
+  bench(dev, "elementwise 16M", ((a * b + a) * 0.5f).relu(), 3.0 * 4 * m, "GB/s", repeat);
+  bench(dev, "sum 16M", a.sum(), 4.0 * m, "GB/s", repeat);
+  return 0;
+}

@@ -1,0 +1,133 @@
+// The hand-coded optimization choice: in reduce kernels, upcast the output axes along which some buffer is
+// reused (stride 0), the contiguous one by the vector width, and unroll the last reduce axis; in every
+// kernel, spread the outermost axis that divides over the threads.
+#include <algorithm>
+#include <unordered_map>
+
+#include "codegen/opts.hpp"
+#include "uop/symbolic.hpp"
+
+namespace tg {
+
+namespace {
+
+constexpr int64_t kMinWork = 4096;      // smaller kernels stay as they are: opts would not pay for themselves
+constexpr int64_t kThreadWork = 65536;  // a kernel spreads over threads from this many loop trips
+constexpr int64_t kMaxUpcast = 64;      // outputs (accumulators) per loop trip
+
+// The stride of index expression idx along range r: idx(r=1) - idx(r=0) with every other range at 0; -1 when
+// it is not a constant (a variable, or div/mod that make it uneven).
+int64_t stride(const UOpRef& idx, const UOp* r, const std::vector<const UOp*>& ranges) {
+  auto at = [&](int64_t v) {
+    std::unordered_map<const UOp*, UOpRef> m;
+    for (const UOp* x : ranges) m[x] = UOp::const_(dtypes::index, ConstValue{int64_t{x == r ? v : 0}});
+    return idx->substitute(m)->simplify();
+  };
+  UOpRef a = at(0), b = at(1), c = r->src(0)->is_const() ? at(2) : nullptr;
+  if (!a->is_const() || !b->is_const() || (c && !c->is_const())) return -1;
+  auto iv = [](const UOpRef& u) { return std::get<int64_t>(*u->const_value()); };
+  int64_t s = iv(b) - iv(a);
+  return c && iv(c) - iv(b) != s ? -1 : s;
+}
+
+struct Access {
+  UOpRef idx;
+  bool store = false;
+};
+
+}  // namespace
+
+std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::RendererCaps& caps) {
+  std::vector<KernelAxis> axes = kernel_axes(ast);
+  int64_t work = 1;
+  std::vector<const UOp*> ranges;
+  for (const KernelAxis& a : axes) work *= std::max<int64_t>(a.size, 1), ranges.push_back(a.range.get());
+  if (work < kMinWork) return {};
+
+  std::vector<Access> acc;
+  for (const UOp* u : ast->toposort())
+    if (u->op() == Ops::INDEX && u->src(0)->op() == Ops::DEFINE_GLOBAL) acc.push_back({u->src(1), false});
+  for (const UOp* u : ast->toposort())
+    if (u->op() == Ops::STORE && u->src(0)->op() == Ops::INDEX)
+      for (Access& a : acc)
+        if (a.idx == u->src(0)->src(1)) a.store = true;
+
+  std::vector<int64_t> size;
+  for (const KernelAxis& a : axes) size.push_back(a.size);
+  bool has_reduce = std::any_of(axes.begin(), axes.end(), [](const KernelAxis& a) { return a.reduce; });
+  int64_t width = std::clamp<int64_t>(caps.max_vector_width, 4, 16);
+  std::vector<Opt> opts;
+  auto amount = [&](size_t i, int64_t want) {  // the largest of want, want/2 .. 2 that divides the axis
+    for (int64_t k = want; k >= 2; k /= 2)
+      if (size[i] > 0 && size[i] % k == 0) return k;
+    return int64_t{0};
+  };
+  auto contiguous = [&](size_t i) {
+    return std::any_of(acc.begin(), acc.end(),
+                       [&](const Access& a) { return a.store && stride(a.idx, ranges[i], ranges) == 1; });
+  };
+
+  if (has_reduce) {
+    // Output axes some input is reused along, fewest moving buffers then smallest strides first.
+    struct Cand {
+      int64_t moving, stride_sum;
+      size_t axis;
+      uint64_t reused;  // bit j: access j does not move along the axis
+    };
+    std::vector<Cand> cands;
+    for (size_t i = 0; i < axes.size(); i++) {
+      if (axes[i].reduce || size[i] < 4) continue;
+      int64_t moving = 0, sum = 0;
+      uint64_t reused = 0;
+      bool known = true;
+      for (size_t j = 0; j < acc.size(); j++) {
+        int64_t s = stride(acc[j].idx, ranges[i], ranges);
+        known = known && s >= 0, moving += s != 0, sum += s;
+        if (s == 0 && j < 64) reused |= uint64_t{1} << j;
+      }
+      if (reused != 0 && known) cands.push_back({moving, sum, i, reused});
+    }
+    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+      return std::tuple{a.moving, a.stride_sum, a.axis} < std::tuple{b.moving, b.stride_sum, b.axis};
+    });
+    // The second pick prefers an axis that reuses a buffer the first does not (conv: x reuses the
+    // weights, the output channel the input).
+    if (cands.size() > 2)
+      std::stable_sort(cands.begin() + 1, cands.end(), [&](const Cand& a, const Cand& b) {
+        return (a.reused & ~cands[0].reused) != 0 && (b.reused & ~cands[0].reused) == 0;
+      });
+    int64_t upcast = 1;
+    for (size_t c = 0; c < cands.size() && c < 2; c++) {
+      size_t i = cands[c].axis;
+      int64_t k = amount(i, contiguous(i) ? width : 4);
+      if (k == 0 || upcast * k > kMaxUpcast) continue;
+      opts.push_back({OptOps::UPCAST, static_cast<int64_t>(i), k});
+      size[i] /= k, upcast *= k;
+    }
+    // The last reduce axis: small ones fully, others by 4.
+    for (size_t i = axes.size(); i-- > 0;) {
+      if (!axes[i].reduce) continue;
+      if (inside_other_reduce(ast, ranges[i])) break;
+      if (size[i] > 1 && size[i] <= 8)
+        opts.push_back({OptOps::UNROLL, static_cast<int64_t>(i), size[i]});
+      else if (int64_t k = amount(i, 4); k == 4)
+        opts.push_back({OptOps::UNROLL, static_cast<int64_t>(i), k});
+      if (!opts.empty() && opts.back().op == OptOps::UNROLL) size[i] /= opts.back().arg;
+      break;
+    }
+  }
+  // Elementwise kernels get no UPCAST: scalar copies side by side measured slower than the plain loop on
+  // CLANG (its loop vectorizer turns the strided loop into gathers); that needs explicit vector types first.
+
+  // Threads take contiguous chunks of the outermost output axis that splits evenly.
+  int64_t threads = caps.thread_count;
+  if (caps.has_threads && !caps.has_local && threads > 1 && work >= kThreadWork)
+    for (size_t i = 0; i < axes.size(); i++)
+      if (!axes[i].reduce && size[i] >= threads && size[i] % threads == 0) {
+        opts.push_back({OptOps::THREAD, static_cast<int64_t>(i), threads});
+        break;
+      }
+  return opts;
+}
+
+}  // namespace tg

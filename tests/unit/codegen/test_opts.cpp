@@ -1,0 +1,284 @@
+// Kernel optimizations: every opt gives the same bytes as no opts (and as a hand-computed reference) on
+// INTERP and as clang-compiled C; the heuristic's choices for known shapes; errors that name the opt.
+#define BOOST_TEST_MODULE codegen_opts
+#include <boost/test/unit_test.hpp>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "helpers.hpp"
+#include "tg/sdk/cstyle.hpp"
+
+using namespace tgtest;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Bufs = std::vector<std::vector<std::byte>>;
+
+// A C target with two parallel tasks, like the CLANG device.
+sdk::RendererCaps c_caps() {
+  sdk::RendererCaps c = sdk::CDialect::default_caps();
+  c.has_threads = true, c.thread_count = 2, c.max_vector_width = 16;
+  return c;
+}
+
+bool has_clang() { return std::system("clang --version > /dev/null 2>&1") == 0; }
+
+// Renders p as C, compiles it with the clang binary and runs every task core_id in [0, global[0]).
+void run_c(const LinearProgram& p, Bufs& bufs) {
+  std::string src = sdk::CDialect(c_caps()).render_source(p.name, p.view());
+  fs::path dir = fs::temp_directory_path() / fmt::format("tg-opts-{}", getpid());
+  fs::create_directories(dir);
+  fs::path c = dir / (p.name + ".c"), so = dir / (p.name + ".so");
+  std::ofstream(c) << src;
+  std::string cmd = fmt::format(
+      "clang -std=c11 -O2 -march=native -fPIC -shared -ffp-contract=off -fwrapv -nostdinc -Werror -o {} {}",
+      so.string(), c.string());
+  BOOST_TEST_REQUIRE(std::system(cmd.c_str()) == 0, "clang failed on:\n" << src);
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  BOOST_TEST_REQUIRE(lib != nullptr, dlerror());
+  using Kernel = void (*)(void* const*, const long long*, int);
+  auto fn = reinterpret_cast<Kernel>(dlsym(lib, p.name.c_str()));
+  BOOST_TEST_REQUIRE(fn != nullptr);
+  std::vector<void*> ptrs;
+  for (auto& b : bufs) ptrs.push_back(b.data());
+  uint32_t tasks = p.launch_dims({}).global[0];
+  for (uint32_t t = 0; t < tasks; t++) fn(ptrs.data(), nullptr, static_cast<int>(t));
+  dlclose(lib);
+  fs::remove_all(dir);
+}
+
+LinearProgram lower_with(const UOpRef& ast, const sdk::RendererCaps& caps, std::vector<Opt> opts) {
+  return lower_kernel(ast, caps, {.opts = std::move(opts)});
+}
+
+// out = f(inputs) with opts on INTERP (its own caps and CPU-style caps) and as C: the same bytes as expected.
+void check_opts(const UOpRef& ast, const Bufs& inputs, const std::vector<std::byte>& expected,
+                const std::vector<Opt>& opts) {
+  BOOST_TEST_CONTEXT(opts_str(opts)) {
+    for (const sdk::RendererCaps& caps : {interp::interp_caps(), cpu_caps()}) {
+      LinearProgram p = lower_with(ast, caps, opts);
+      BOOST_TEST((p.applied_opts == opts));
+      Bufs b = inputs;
+      run_interp(p, b);
+      BOOST_TEST((b[0] == expected), "INTERP (" << caps.dialect << ", threads " << caps.has_threads << ")\n"
+                                                << p.str());
+    }
+    if (!has_clang()) return;
+    LinearProgram p = lower_with(ast, c_caps(), opts);
+    Bufs b = inputs;
+    run_c(p, b);
+    BOOST_TEST((b[0] == expected), "C\n" << sdk::CDialect(c_caps()).render_source(p.name, p.view()));
+  }
+}
+
+// Small integers as floats: every sum is exact, so the hand-computed reference is exact too.
+std::vector<float> ints(size_t n, int mod, int mul = 7) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = static_cast<float>(static_cast<int>(i * mul % mod) - mod / 2);
+  return v;
+}
+
+// c[i, j] = sum_k a[i, k] * b[k, j] for an (m, k) x (k, n) product.
+UOpRef matmul_ast(int64_t m, int64_t n, int64_t k) {
+  UOpRef i = range(m, 0), j = range(n, 1), r = range(k, 2, AxisType::REDUCE);
+  UOpRef a = glob(1, dtypes::float32, m * k), b = glob(2, dtypes::float32, k * n);
+  UOpRef v = reduce(load(a, i * idx(k) + r) * load(b, r * idx(n) + j), {r}, Ops::ADD);
+  return UOp::sink({end(store(glob(0, dtypes::float32, m * n), i * idx(n) + j, v), {i, j})});
+}
+std::vector<float> matmul_ref(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t n,
+                              int64_t k) {
+  std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t r = 0; r < k; r++) c[i * n + j] += a[i * k + r] * b[r * n + j];
+  return c;
+}
+
+// out[i, j] = x[j, i] * 2 + y[i, j] for an 8 x 32 output (a transposed load).
+UOpRef elementwise_ast() {
+  UOpRef i = range(8, 0), j = range(32, 1);
+  UOpRef x = glob(1, dtypes::float32, 256), y = glob(2, dtypes::float32, 256);
+  UOpRef v = load(x, j * idx(8) + i) * UOp::const_(dtypes::float32, 2.0) + load(y, i * idx(32) + j);
+  return UOp::sink({end(store(glob(0, dtypes::float32, 256), i * idx(32) + j, v), {i, j})});
+}
+
+// out[i] = max_r x[i, r] for 12 rows of 20, and the rows past 9 padded out (masked loads give 0).
+UOpRef masked_max_ast() {
+  UOpRef i = range(12, 0), r = range(20, 1, AxisType::REDUCE);
+  UOpRef valid = i->lt(idx(10));
+  UOpRef v = reduce(load(glob(1, dtypes::int32, 200), i * idx(20) + r, valid), {r}, Ops::MAX);
+  return UOp::sink({end(store(glob(0, dtypes::int32, 12), i, v), {i})});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(elementwise_opts_match_noopt) {
+  std::vector<float> x = ints(256, 23), y = ints(256, 17, 5), out(256);
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 32; j++) out[i * 32 + j] = x[j * 8 + i] * 2.0f + y[i * 32 + j];
+  Bufs in{bytes(std::vector<float>(256)), bytes(x), bytes(y)};
+  check_opts(elementwise_ast(), in, bytes(out), {});
+  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::UPCAST, 1, 4}});
+  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 2}});
+  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::UPCAST, 1, 32}});  // the whole axis
+  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::THREAD, 0, 2}});
+  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::UPCAST, 1, 8}, {OptOps::THREAD, 1, 2}});
+  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::THREAD, 0, 8}, {OptOps::UPCAST, 1, 4}});
+}
+
+BOOST_AUTO_TEST_CASE(reduce_opts_match_noopt) {
+  std::vector<int32_t> x(200), out(12, 0);
+  for (int i = 0; i < 200; i++) x[i] = (i * 37) % 101 - 50;
+  for (int i = 0; i < 12; i++) {
+    int m = i < 10 ? x[i * 20] : 0;
+    for (int r = 0; r < 20; r++) m = std::max(m, i < 10 ? x[i * 20 + r] : 0);
+    out[i] = m;
+  }
+  Bufs in{bytes(std::vector<int32_t>(12)), bytes(x)};
+  check_opts(masked_max_ast(), in, bytes(out), {});
+  check_opts(masked_max_ast(), in, bytes(out), {{OptOps::UNROLL, 1, 4}});
+  check_opts(masked_max_ast(), in, bytes(out), {{OptOps::UNROLL, 1, 20}});  // no loop left
+  check_opts(masked_max_ast(), in, bytes(out), {{OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 1, 5}});
+  check_opts(
+      masked_max_ast(), in, bytes(out),
+      {{OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 1, 2}, {OptOps::UNROLL, 1, 2}, {OptOps::THREAD, 0, 3}});
+}
+
+BOOST_AUTO_TEST_CASE(matmul_opts_match_noopt) {
+  const int64_t m = 8, n = 32, k = 16;
+  std::vector<float> a = ints(m * k, 9), b = ints(k * n, 11, 3);
+  Bufs in{bytes(std::vector<float>(m * n)), bytes(a), bytes(b)};
+  std::vector<std::byte> ref = bytes(matmul_ref(a, b, m, n, k));
+  UOpRef ast = matmul_ast(m, n, k);
+  check_opts(ast, in, ref, {});
+  check_opts(ast, in, ref, {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 4}});
+  check_opts(
+      ast, in, ref,
+      {{OptOps::UPCAST, 1, 8}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}});
+  check_opts(ast, in, ref, {{OptOps::THREAD, 1, 4}, {OptOps::UNROLL, 2, 16}, {OptOps::UPCAST, 0, 8}});
+}
+
+BOOST_AUTO_TEST_CASE(non_dividing_axis) {
+  // 6 x 10 output, reduce of 7: only divisors apply; 7 unrolls whole or not at all.
+  const int64_t m = 6, n = 10, k = 7;
+  std::vector<float> a = ints(m * k, 13), b = ints(k * n, 5, 3);
+  Bufs in{bytes(std::vector<float>(m * n)), bytes(a), bytes(b)};
+  std::vector<std::byte> ref = bytes(matmul_ref(a, b, m, n, k));
+  UOpRef ast = matmul_ast(m, n, k);
+  check_opts(ast, in, ref, {{OptOps::UPCAST, 1, 5}, {OptOps::UPCAST, 0, 3}, {OptOps::UNROLL, 2, 7}});
+  check_opts(ast, in, ref, {{OptOps::THREAD, 0, 3}, {OptOps::UPCAST, 1, 2}});
+  BOOST_CHECK_EXCEPTION(
+      lower_with(ast, c_caps(), {{OptOps::UPCAST, 1, 4}}), ValueError, [](const ValueError& e) {
+        return std::string(e.what()).find(
+                   "UPCAST(axis=1, arg=4): amount 4 does not divide the axis size 10") != std::string::npos;
+      });
+  // The heuristic never splits an axis that does not divide: here it leaves the kernel alone (too small).
+  BOOST_TEST(hand_coded_optimizations(ast, c_caps()).empty());
+}
+
+BOOST_AUTO_TEST_CASE(invalid_opts_name_the_opt) {
+  UOpRef ast = matmul_ast(8, 32, 16);
+  auto fails_with = [&](Opt o, const std::string& what) {
+    try {
+      lower_with(ast, c_caps(), {o});
+    } catch (const ValueError& e) {
+      std::string msg = e.what();
+      BOOST_TEST(msg.find(o.str()) != std::string::npos, msg);
+      BOOST_TEST(msg.find(what) != std::string::npos, msg);
+      return;
+    }
+    BOOST_ERROR("no error for " << o.str());
+  };
+  fails_with({OptOps::UPCAST, 3, 4}, "axis out of range (the kernel has 3 axes)");
+  fails_with({OptOps::UPCAST, -1, 4}, "axis out of range");
+  fails_with({OptOps::UPCAST, 2, 4}, "UPCAST takes an output axis");
+  fails_with({OptOps::THREAD, 2, 2}, "THREAD takes an output axis");
+  fails_with({OptOps::UNROLL, 0, 2}, "UNROLL takes a reduce axis");
+  fails_with({OptOps::UNROLL, 2, 3}, "amount 3 does not divide the axis size 16");
+  fails_with({OptOps::UPCAST, 0, 0}, "amount 0 does not divide");
+  BOOST_CHECK_THROW(lower_with(ast, c_caps(), {{OptOps::THREAD, 0, 2}, {OptOps::THREAD, 1, 2}}), ValueError);
+  sdk::RendererCaps serial = sdk::CDialect::default_caps();
+  serial.has_threads = false;
+  fails_with({OptOps::UPCAST, 0, 16}, "amount 16 does not divide the axis size 8");
+  BOOST_CHECK_THROW(lower_kernel(ast, serial, {.opts = std::vector<Opt>{{OptOps::THREAD, 0, 2}}}),
+                    ValueError);
+}
+
+BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
+  // j: a is reused along it and c is contiguous -> the vector width; i: b is reused -> 4; k by 4; i over
+  // the two threads.
+  std::vector<Opt> want{
+      {OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
+  UOpRef ast = matmul_ast(64, 64, 64);
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  LinearProgram p = lower_kernel(ast, c_caps());
+  BOOST_TEST(opts_str(p.applied_opts) == opts_str(want));
+  BOOST_TEST(p.name == "r_2_8_4_4_16_16_4");  // THREAD, i, j, UPCAST i, UPCAST j | k, UNROLL k
+  BOOST_TEST(p.launch_dims({}).global[0] == 2u);
+  {
+    env::Scoped noopt(env::NOOPT, 1);
+    LinearProgram q = lower_kernel(ast, c_caps());
+    BOOST_TEST(q.applied_opts.empty());
+    BOOST_TEST(q.name == "r_64_64_64");
+  }
+  // A device without tasks gets no THREAD.
+  sdk::RendererCaps serial = c_caps();
+  serial.has_threads = false;
+  want.pop_back();
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, serial)) == opts_str(want));
+}
+
+BOOST_AUTO_TEST_CASE(heuristic_elementwise_1m) {
+  const int64_t n = 1 << 20;
+  UOpRef i = range(n, 0);
+  UOpRef a = glob(1, dtypes::float32, n), b = glob(2, dtypes::float32, n);
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, n), i, load(a, i) + load(b, i)), {i})});
+  // No UPCAST for elementwise kernels (the target's loop vectorizer does better), only threads.
+  std::vector<Opt> want{{OptOps::THREAD, 0, 2}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  // The same kernel as 1024 x 1024: the outer axis is threaded.
+  UOpRef r0 = range(1024, 0), r1 = range(1024, 1);
+  UOpRef j = r0 * idx(1024) + r1;
+  UOpRef ast2 = UOp::sink({end(store(glob(0, dtypes::float32, n), j, load(a, j) + load(b, j)), {r0, r1})});
+  std::vector<Opt> want2{{OptOps::THREAD, 0, 2}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast2, c_caps())) == opts_str(want2));
+  // Small kernels are left alone.
+  BOOST_TEST(hand_coded_optimizations(elementwise_ast(), c_caps()).empty());
+}
+
+BOOST_AUTO_TEST_CASE(nested_reduce) {
+  // out[i] = max_k sum_l x[i, k, l] for 4 x 6 x 8: the inner sum depends on k, so k cannot be unrolled.
+  UOpRef i = range(4, 0), k = range(6, 1, AxisType::REDUCE), l = range(8, 2, AxisType::REDUCE);
+  UOpRef x = glob(1, dtypes::int32, 192);
+  UOpRef inner = reduce(load(x, i * idx(48) + k * idx(8) + l), {l}, Ops::ADD);
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::int32, 4), i, reduce(inner, {k}, Ops::MAX)), {i})});
+  std::vector<int32_t> xv(192), out(4);
+  for (int n = 0; n < 192; n++) xv[n] = (n * 29) % 31 - 15;
+  for (int a = 0; a < 4; a++) {
+    int m = INT32_MIN;
+    for (int b = 0; b < 6; b++) {
+      int s = 0;
+      for (int c = 0; c < 8; c++) s += xv[a * 48 + b * 8 + c];
+      m = std::max(m, s);
+    }
+    out[a] = m;
+  }
+  Bufs in{bytes(std::vector<int32_t>(4)), bytes(xv)};
+  check_opts(ast, in, bytes(out), {});
+  check_opts(ast, in, bytes(out), {{OptOps::UNROLL, 2, 4}, {OptOps::UPCAST, 0, 2}});
+  check_opts(ast, in, bytes(out), {{OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 8}, {OptOps::THREAD, 0, 1}});
+  BOOST_CHECK_EXCEPTION(
+      lower_with(ast, c_caps(), {{OptOps::UNROLL, 1, 2}}), ValueError, [](const ValueError& e) {
+        return std::string(e.what()).find("UNROLL(axis=1, arg=2): a reduce nested") != std::string::npos;
+      });
+}
