@@ -1,5 +1,5 @@
 // `tg demo`: one small computation followed through the pipeline: the lazy graph, its schedule, the
-// generated source of each kernel for the default device, and the result.
+// generated source of each kernel for the default device, the result, and what the run compiled.
 #include <iostream>
 #include <vector>
 
@@ -8,7 +8,9 @@
 #include "apps/tg/commands.hpp"
 #include "codegen/lower.hpp"
 #include "runtime/check.hpp"
+#include "runtime/disk_cache.hpp"
 #include "runtime/registry.hpp"
+#include "runtime/stats.hpp"
 #include "tensor/tensor.hpp"
 
 namespace tg::cli {
@@ -33,6 +35,12 @@ int demo(Args) {
     fmt::print("--- generated source of {} for {} ---\n{}\n", prog.name, dev.name(), source.text());
   }
   std::cout << "result (realized now):\n" << y << "\n";
+  // A second run with the same cache folder reads every binary from disk and compiles nothing.
+  RuntimeStats st = runtime_stats();
+  std::string cache = program_disk_cache() ? cache_dir() : "off (CACHELEVEL=0 or unusable)";
+  fmt::print(
+      "\nruntime: {} kernels launched, {} compiled, {} from the disk cache, {} from memory; disk cache: {}\n",
+      st.launched, st.compiled, st.disk_hits, st.memory_hits, cache);
   return 0;
 }
 

@@ -1,0 +1,202 @@
+// The program disk cache across processes: the probe program with DEV=CLANG and a fresh TG_CACHE_DIR
+// compiles nothing the second time; a corrupt cache file, an unloadable cached binary and CACHELEVEL=0
+// still give the right results. Expected values are worked out by hand (see check_values).
+#define BOOST_TEST_MODULE cache
+#include <boost/test/unit_test.hpp>
+
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <sqlite3.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string arg(int i) {
+  auto& suite = boost::unit_test::framework::master_test_suite();
+  BOOST_REQUIRE_MESSAGE(suite.argc > i,
+                        "run through meson test: the probe and the CLANG plugin are arguments");
+  return suite.argv[i];
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct Run {
+  int status = -1;
+  std::string out;                                  // stdout and stderr
+  std::map<std::string, std::string> rows;          // "y1" -> "0 20 162"
+  std::map<std::string, unsigned long long> stats;  // "compiled" -> 3
+};
+
+// The probe in a clean environment: only the variables given, plus PATH for a fallback compiler.
+Run run_probe(const std::map<std::string, std::string>& env) {
+  std::string cmd = "env -i";
+  if (const char* path = getenv("PATH")) cmd += " PATH=" + quote(path);
+  cmd += " DEV=CLANG TG_PLUGIN_PATH=" + quote(arg(2));
+  for (const auto& [k, v] : env) cmd += " " + k + "=" + quote(v);
+  cmd += " " + quote(arg(1)) + " 2>&1";
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  BOOST_REQUIRE(p != nullptr);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  int status = pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) {
+    size_t sp = line.find(' ');
+    std::string head = line.substr(0, sp), rest = sp == std::string::npos ? "" : line.substr(sp + 1);
+    if (head == "y1" || head == "y2") r.rows[head] = rest;
+    if (head != "stats") continue;
+    std::istringstream kv(rest);
+    for (std::string item; kv >> item;) {
+      size_t eq = item.find('=');
+      r.stats[item.substr(0, eq)] = std::stoull(item.substr(eq + 1));
+    }
+  }
+  return r;
+}
+
+// x = arange(12).reshape(3, 4), w = [[1, 2], [3, 4], [5, 6], [7, 8]]:
+// x @ w = [[34, 40], [98, 120], [162, 200]]; relu(x @ w - 100).sum(1) = [0, 20, 162]
+// x.sum(0) = [12, 15, 18, 21]; * 0.5 = [6, 7.5, 9, 10.5]
+void check_values(const Run& r) {
+  BOOST_TEST_INFO(r.out);
+  BOOST_TEST(r.status == 0);
+  BOOST_TEST(r.rows.count("y1") == 1u);
+  BOOST_TEST(r.rows.count("y2") == 1u);
+  if (r.rows.count("y1")) BOOST_TEST(r.rows.at("y1") == "0 20 162");
+  if (r.rows.count("y2")) BOOST_TEST(r.rows.at("y2") == "6 7.5 9 10.5");
+  BOOST_TEST(r.stats.count("compiled") == 1u);
+}
+
+// A fresh folder under the system temp dir, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "tg-cache-test-XXXXXX").string();
+    BOOST_REQUIRE(mkdtemp(templ.data()) != nullptr);
+    path = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(second_process_compiles_nothing) {
+  TempDir dir;
+  std::string cache = (dir.path / "cache").string();
+  Run first = run_probe({{"TG_CACHE_DIR", cache}});
+  check_values(first);
+  BOOST_TEST(first.stats["compiled"] > 0u);
+  BOOST_TEST(first.stats["disk_hits"] == 0u);
+  BOOST_TEST(first.stats["launched"] >= first.stats["compiled"]);
+  BOOST_TEST(fs::exists(fs::path(cache) / "cache.db"));
+
+  Run second = run_probe({{"TG_CACHE_DIR", cache}, {"DEBUG", "1"}});
+  check_values(second);
+  BOOST_TEST(second.stats["compiled"] == 0u);
+  BOOST_TEST(second.stats["disk_hits"] == first.stats["compiled"]);
+  BOOST_TEST(second.stats["launched"] == first.stats["launched"]);
+  BOOST_TEST(second.rows == first.rows);
+  BOOST_TEST(second.out.find("(0 compiled)") != std::string::npos, second.out);  // the DEBUG=1 realize line
+}
+
+BOOST_AUTO_TEST_CASE(corrupt_cache_file_is_left_alone) {
+  TempDir dir;
+  std::string garbage;
+  for (int i = 0; i < 4096; i++) garbage += static_cast<char>((i * 37 + 11) % 256);
+  std::ofstream(dir.path / "cache.db", std::ios::binary) << garbage;
+  Run r = run_probe({{"TG_CACHE_DIR", dir.path.string()}, {"DEBUG", "1"}});
+  check_values(r);
+  BOOST_TEST(r.stats["compiled"] > 0u);
+  BOOST_TEST(r.stats["disk_hits"] == 0u);
+  BOOST_TEST(r.out.find("program disk cache disabled") != std::string::npos, r.out);
+  BOOST_TEST((read_file(dir.path / "cache.db") == garbage));  // never rewritten or removed
+}
+
+BOOST_AUTO_TEST_CASE(cache_folder_that_cannot_be_made) {
+  TempDir dir;
+  std::ofstream(dir.path / "file") << "a file, not a folder";
+  Run r = run_probe({{"TG_CACHE_DIR", (dir.path / "file" / "cache").string()}, {"DEBUG", "1"}});
+  check_values(r);
+  BOOST_TEST(r.stats["compiled"] > 0u);
+  BOOST_TEST(r.out.find("program disk cache disabled") != std::string::npos, r.out);
+  BOOST_TEST(read_file(dir.path / "file") == "a file, not a folder");
+}
+
+BOOST_AUTO_TEST_CASE(unloadable_cached_binary_is_compiled_again) {
+  TempDir dir;
+  std::string cache = (dir.path / "cache").string();
+  Run first = run_probe({{"TG_CACHE_DIR", cache}});
+  check_values(first);
+  // Every stored binary replaced by bytes no device can load, as an older plugin's format would be.
+  sqlite3* db = nullptr;
+  BOOST_REQUIRE(sqlite3_open((fs::path(cache) / "cache.db").c_str(), &db) == SQLITE_OK);
+  BOOST_TEST(sqlite3_exec(db, "UPDATE programs_v1 SET binary = x'00010203'", nullptr, nullptr, nullptr) ==
+             SQLITE_OK);
+  BOOST_TEST(sqlite3_changes(db) == static_cast<int>(first.stats["compiled"]));
+  sqlite3_close(db);
+  Run second = run_probe({{"TG_CACHE_DIR", cache}, {"DEBUG", "1"}});
+  check_values(second);
+  BOOST_TEST(second.stats["disk_hits"] == first.stats["compiled"]);
+  BOOST_TEST(second.stats["compiled"] == first.stats["compiled"]);
+  BOOST_TEST(second.out.find("compiling") != std::string::npos, second.out);
+  Run third = run_probe({{"TG_CACHE_DIR", cache}});  // the fresh binaries replaced the bad ones
+  check_values(third);
+  BOOST_TEST(third.stats["compiled"] == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(cachelevel_zero_writes_nothing) {
+  TempDir dir;
+  fs::path cache = dir.path / "cache";
+  for (int run = 0; run < 2; run++) {
+    Run r = run_probe({{"TG_CACHE_DIR", cache.string()}, {"CACHELEVEL", "0"}});
+    check_values(r);
+    BOOST_TEST(r.stats["compiled"] > 0u);  // the second run too: nothing was kept
+    BOOST_TEST(r.stats["disk_hits"] == 0u);
+  }
+  BOOST_TEST(!fs::exists(cache));
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_processes_share_the_file) {
+  TempDir dir;
+  std::string cache = (dir.path / "cache").string();
+  // Four probes at once on an empty cache: all must be right and none may lose the cache.
+  std::string one = "env -i DEV=CLANG TG_PLUGIN_PATH=" + quote(arg(2)) + " TG_CACHE_DIR=" + quote(cache) +
+                    " DEBUG=1 " + quote(arg(1));
+  std::string cmd =
+      "for i in 1 2 3 4; do " + one + " > " + quote((dir.path / "out").string()) + "$i 2>&1 & done; wait";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  for (int i = 1; i <= 4; i++) {
+    std::string out = read_file(dir.path / ("out" + std::to_string(i)));
+    BOOST_TEST_INFO(out);
+    BOOST_TEST(out.find("y1 0 20 162") != std::string::npos);
+    BOOST_TEST(out.find("y2 6 7.5 9 10.5") != std::string::npos);
+    BOOST_TEST(out.find("disk cache disabled") == std::string::npos);
+  }
+  Run after = run_probe({{"TG_CACHE_DIR", cache}});
+  check_values(after);
+  BOOST_TEST(after.stats["compiled"] == 0u);
+}

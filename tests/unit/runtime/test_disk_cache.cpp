@@ -1,0 +1,104 @@
+// The sqlite program cache on its own: round trip, missing keys, reopening, a corrupt file, the folder rule.
+#include <boost/test/unit_test.hpp>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.hpp"
+#include "runtime/disk_cache.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh folder under the system temp dir, removed with everything in it at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string templ = (fs::temp_directory_path() / "tg-disk-cache-XXXXXX").string();
+    BOOST_REQUIRE(mkdtemp(templ.data()) != nullptr);
+    path = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::vector<std::byte> blob(std::string_view s) {
+  std::vector<std::byte> b;
+  for (char c : s) b.push_back(static_cast<std::byte>(c));
+  return b;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(disk_cache_round_trip_and_missing_keys) {
+  TempDir dir;
+  tg::DiskCache cache((dir.path / "sub" / "cache.db").string());  // the folder is created
+  BOOST_TEST(fs::exists(dir.path / "sub" / "cache.db"));
+  BOOST_TEST(!cache.get("cc-1", "int main(){}").has_value());
+  std::vector<std::byte> bin =
+      blob(std::string("\x7f"
+                       "ELF\0\1binary",
+                       11));
+  cache.put("cc-1", "int main(){}", bin);
+  std::optional<std::vector<std::byte>> got = cache.get("cc-1", "int main(){}");
+  BOOST_REQUIRE(got.has_value());
+  BOOST_TEST((*got == bin));
+  BOOST_TEST(!cache.get("cc-2", "int main(){}").has_value());   // another compiler key
+  BOOST_TEST(!cache.get("cc-1", "int main(){ }").has_value());  // another source
+  cache.put("cc-1", "int main(){}", blob("newer"));             // replaces
+  BOOST_TEST((*cache.get("cc-1", "int main(){}") == blob("newer")));
+  cache.put("cc-1", "empty", {});
+  BOOST_REQUIRE(cache.get("cc-1", "empty").has_value());
+  BOOST_TEST(cache.get("cc-1", "empty")->empty());
+}
+
+BOOST_AUTO_TEST_CASE(disk_cache_survives_reopening) {
+  TempDir dir;
+  std::string path = (dir.path / "cache.db").string();
+  {
+    tg::DiskCache first(path);
+    first.put("cc", "src", blob("bin"));
+  }
+  tg::DiskCache second(path);
+  BOOST_TEST((second.get("cc", "src") == std::optional(blob("bin"))));
+  tg::DiskCache third(path);  // two handles on one file at once
+  third.put("cc", "src2", blob("bin2"));
+  BOOST_TEST((second.get("cc", "src2") == std::optional(blob("bin2"))));
+}
+
+BOOST_AUTO_TEST_CASE(disk_cache_rejects_a_corrupt_file_without_touching_it) {
+  TempDir dir;
+  fs::path path = dir.path / "cache.db";
+  std::string garbage;
+  for (int i = 0; i < 8192; i++) garbage += static_cast<char>((i * 131 + 7) % 251);
+  std::ofstream(path, std::ios::binary) << garbage;
+  BOOST_CHECK_THROW(tg::DiskCache(path.string()), tg::FormatError);
+  BOOST_TEST(read_file(path) == garbage);
+}
+
+BOOST_AUTO_TEST_CASE(cache_dir_follows_tg_cache_dir) {
+  const char* old = getenv("TG_CACHE_DIR");
+  std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  setenv("TG_CACHE_DIR", "/some/where", 1);
+  BOOST_TEST(tg::cache_dir() == "/some/where");
+  if (getenv("HOME") == nullptr) setenv("HOME", "/home/tester", 1);
+  setenv("TG_CACHE_DIR", "~/c", 1);
+  BOOST_TEST(tg::cache_dir() == std::string(getenv("HOME")) + "/c");
+  unsetenv("TG_CACHE_DIR");
+  BOOST_TEST(tg::cache_dir().ends_with("/tinygrad.cpp"));
+  if (saved) setenv("TG_CACHE_DIR", saved->c_str(), 1);
+}
