@@ -89,9 +89,23 @@ Tensor int_binop(Ops op, const Tensor& x, const Operand& y, bool reverse, std::s
   return alu(op, a, b);
 }
 
+// r, or NaN where a or b is NaN (MAX alone keeps whichever operand its comparison picks).
+Tensor nan_through(const Tensor& a, const Tensor& b, const Tensor& r) {
+  if (!a.dtype().is_float()) return r;
+  return a.ne(a).logical_or(b.ne(b)).where(a + b, r);
+}
+
 Operand as_bool(const Operand& x) {
   if (const Tensor* t = x.tensor()) return t->cast(dtypes::bool_);
   return Number(x.number()->to_double() != 0);
+}
+
+// a - round(a / b) * b, in at least float32 so half inputs lose nothing before the final rounding.
+Tensor float_remainder(const Tensor& a, const Tensor& b, Rounding mode) {
+  DType wide = dtypes::least_upper(a.dtype(), dtypes::float32);
+  Tensor x = a.cast(wide), y = b.cast(wide);
+  Tensor r = x - x.div(y, mode) * y;
+  return r.eq(0).where(x * 0, r).cast(a.dtype());  // a zero remainder has the sign of a, as C fmod
 }
 
 // Computes in at least float32 and casts back, so half and bfloat16 keep their accuracy.
@@ -126,15 +140,17 @@ Tensor Tensor::div(const Operand& x, std::optional<Rounding> mode, bool reverse)
     a = a.cast(dtypes::default_float);
     b = b.cast(dtypes::default_float);
   }
-  Tensor d = alu(Ops::FDIV, a, b);
-  if (!mode) return d;
-  return *mode == Rounding::TRUNC ? d.trunc() : d.floor();
+  if (!mode) return alu(Ops::FDIV, a, b);
+  // a half quotient would round before trunc/floor: round once, after them
+  DType wide = dtypes::least_upper(a.dtype(), dtypes::float32);
+  Tensor d = alu(Ops::FDIV, a.cast(wide), b.cast(wide));
+  return (*mode == Rounding::TRUNC ? d.trunc() : d.floor()).cast(a.dtype());
 }
 
 Tensor Tensor::mod(const Operand& x, bool reverse) const {
   auto [a, b] = detail::broadcasted(*this, x, reverse, "mod");
   if (a.dtype().is_bool()) throw DTypeError("mod", "needs numeric tensors, got bool");
-  if (a.dtype().is_float()) return a - a.div(b, Rounding::FLOOR) * b;
+  if (a.dtype().is_float()) return float_remainder(a, b, Rounding::FLOOR);
   Tensor r = alu(Ops::MOD, a, b);
   return r.ne(0).logical_and(r.lt(0).ne(b.lt(0))).where(r + b, r);
 }
@@ -142,23 +158,28 @@ Tensor Tensor::mod(const Operand& x, bool reverse) const {
 Tensor Tensor::fmod(const Operand& x) const {
   auto [a, b] = detail::broadcasted(*this, x, false, "fmod");
   if (a.dtype().is_bool()) throw DTypeError("fmod", "needs numeric tensors, got bool");
-  if (a.dtype().is_float()) return a - a.div(b, Rounding::TRUNC) * b;
+  if (a.dtype().is_float()) return float_remainder(a, b, Rounding::TRUNC);
   return alu(Ops::MOD, a, b);
 }
 
 Tensor Tensor::pow(const Operand& x, bool reverse) const {
   auto [a, b] = detail::broadcasted(*this, x, reverse, "pow");
   if (!a.dtype().is_int()) return alu(Ops::POW, a, b);
-  // POW is a float op: integer powers go through float64 on |base|, rounded, with the sign put back.
-  Tensor mag = alu(Ops::POW, a.abs().cast(dtypes::float64), b.cast(dtypes::float64)).round().cast(a.dtype());
+  // POW is a float op: integer powers go through float64 on |base|, rounded, with the sign put back. The
+  // result wraps through int64 like integer multiplication (float to narrow int overflow is UB in C).
+  Tensor mag = alu(Ops::POW, a.abs().cast(dtypes::float64), b.cast(dtypes::float64)).round();
+  mag = mag.cast(dtypes::int64).cast(a.dtype());
   Tensor negative = (a < 0) & (b % 2).ne(0);
   return negative.where(-mag, mag);
 }
-Tensor Tensor::maximum(const Operand& x) const { return binop(Ops::MAX, *this, x, false, "maximum"); }
+Tensor Tensor::maximum(const Operand& x) const {
+  auto [a, b] = detail::broadcasted(*this, x, false, "maximum");
+  return nan_through(a, b, alu(Ops::MAX, a, b));
+}
 
 Tensor Tensor::minimum(const Operand& x) const {
   auto [a, b] = detail::broadcasted(*this, x, false, "minimum");
-  return detail::inverse(alu(Ops::MAX, detail::inverse(a), detail::inverse(b)));
+  return nan_through(a, b, detail::inverse(alu(Ops::MAX, detail::inverse(a), detail::inverse(b))));
 }
 
 Tensor Tensor::where(const Operand& x, const Operand& y) const {
@@ -242,8 +263,8 @@ Tensor Tensor::isinf(bool detect_positive, bool detect_negative) const {
 Tensor Tensor::isfinite() const { return isinf().logical_or(isnan()).logical_not(); }
 
 Tensor Tensor::logaddexp(const Operand& x) const {
-  auto [a, b] = detail::broadcasted(detail::to_float(*this), x, false, "logaddexp");
-  Tensor m = a.maximum(b);
+  auto [ai, bi] = detail::broadcasted(*this, x, false, "logaddexp");
+  Tensor a = detail::to_float(ai), b = detail::to_float(bi), m = a.maximum(b);
   return ((a - m).exp() + (b - m).exp()).log() + m;
 }
 
@@ -279,7 +300,11 @@ Tensor Tensor::tan() const { return sin() / cos(); }
 Tensor Tensor::sigmoid() const {
   return (1 + detail::to_float(*this).mul(-std::numbers::log2e).exp2()).reciprocal();  // 1 / (1 + e^-x)
 }
-Tensor Tensor::tanh() const { return 2.0 * mul(2.0).sigmoid() - 1.0; }  // tanh x = 2 sigmoid(2x) - 1
+Tensor Tensor::tanh() const {
+  // tanh x = 2 sigmoid(2x) - 1, which cancels near 0: there tanh x = x (error x^3/3), keeping -0 too
+  return in_float32(
+      *this, [](const Tensor& x) { return (x * x).lt(1e-8).where(x, 2.0 * x.mul(2.0).sigmoid() - 1.0); });
+}
 Tensor Tensor::relu() const { return gt(0).where(*this, 0); }
 Tensor Tensor::leaky_relu(double neg_slope) const { return lt(0).where(*this * neg_slope, *this); }
 Tensor Tensor::gelu() const {
@@ -293,13 +318,14 @@ Tensor Tensor::square() const { return *this * *this; }
 
 Tensor Tensor::abs() const {
   if (dtype().is_bool() || dtype().is_unsigned()) return *this;
+  if (dtype().is_float()) return lt(0).where(neg(), eq(0).where(0.0, *this));  // abs(-0) = +0
   return lt(0).where(neg(), *this);
 }
 
 Tensor Tensor::sign() const {
   if (dtype().is_bool()) return *this;
   Tensor s = ne(0).where(lt(0).where(-1, 1), 0).cast(dtype());
-  return dtype().is_float() ? s + *this * 0 : s;  // x*0 carries NaN through
+  return dtype().is_float() ? ne(*this).where(*this, s) : s;  // sign(NaN) is NaN
 }
 
 Tensor Tensor::trunc() const { return dtype().is_float() ? alu(Ops::TRUNC, *this) : *this; }
@@ -318,7 +344,8 @@ Tensor Tensor::round() const {
   // x.5 goes to the even neighbour: up (ceil(x-0.5)) exactly when sign and parity of trunc(x) agree
   Tensor half_t = trunc() / 2.0;
   Tensor up = gt(0).eq(half_t.trunc().eq(half_t));
-  return up.where((*this - 0.5).ceil(), (*this + 0.5).floor());
+  Tensor r = up.where((*this - 0.5).ceil(), (*this + 0.5).floor());
+  return r.eq(0).where(*this * 0, r);  // a zero result keeps the sign of x
 }
 
 }  // namespace tg

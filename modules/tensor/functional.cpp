@@ -28,11 +28,13 @@ void check_smoothing(double s, std::string_view op) {
 
 // The max is subtracted for range safety and detached: it cancels out, so it carries no gradient.
 Tensor Tensor::softmax(int axis) const {
+  axis = detail::normalize_axis(axis, ndim(), "softmax");
   Tensor e = (*this - max(axis, true).detach()).exp();
   return e * e.sum(axis, true).reciprocal();
 }
 
 Tensor Tensor::log_softmax(int axis) const {
+  axis = detail::normalize_axis(axis, ndim(), "log_softmax");
   Tensor m = *this - max(axis, true).detach();
   return m - m.exp().sum(axis, true).log();
 }
@@ -58,8 +60,9 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& y, int64_t ignore_i
   Tensor target = y.unsqueeze(-1).eq(arange(shape().back(), {}, device())).logical_and(keep.unsqueeze(-1));
   Tensor smoothing = label_smoothing * (log_probs.mean(-1) * keep);
   Tensor picked = (1 - label_smoothing) * target.where(log_probs, 0).sum(-1) + smoothing;
-  if (reduction == Reduction::MEAN) return -picked.sum() / keep.sum();
-  return -reduce_loss(picked, reduction);
+  Tensor loss = keep.where(-picked, 0.0);  // ignored labels give +0, not -0
+  if (reduction == Reduction::MEAN) return loss.sum() / keep.sum();
+  return reduce_loss(loss, reduction);
 }
 
 Tensor Tensor::cross_entropy(const Tensor& y, Reduction reduction, double label_smoothing) const {

@@ -76,6 +76,7 @@ Tensor Tensor::all(Axes axis, bool keepdim) const { return logical_not().any(axi
 
 Tensor Tensor::logsumexp(Axes axis, bool keepdim) const {
   Tensor m = max(axis, true).detach();
+  if (dtype().is_float()) m = m.isinf().where(0.0, m);  // an all -inf (or any +inf) slice: no inf - inf
   Tensor r = (*this - m).exp().sum(axis, keepdim).log();
   return r + m.reshape(r.shape());
 }
