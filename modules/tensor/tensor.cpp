@@ -1,10 +1,13 @@
 // Tensor core: the handle, properties, realization, dtype changes and in-place assignment.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "tensor/gradient.hpp"
 #include "tensor/host_value.hpp"
 #include "tensor/internal.hpp"
 
@@ -15,7 +18,42 @@ struct Tensor::Impl {
   std::string device;
   std::vector<BufferHold> holds;
   bool requires_grad = false;
+  bool from_op = false;  // requires grad because an input does: not a leaf
   std::shared_ptr<Impl> grad;
+  // The graph this tensor had before the last realize()/assign() replaced it (kept only when it requires
+  // grad): gradients still find the tensor in graphs built earlier, and a realized loss can backpropagate.
+  UOpRef graph_uop;
+  std::vector<BufferHold> graph_holds;
+  void replace_uop(UOpRef u, std::vector<BufferHold> h) {
+    if (requires_grad && u != uop) {
+      graph_uop = std::move(uop);
+      graph_holds = from_op ? std::move(holds) : std::vector<BufferHold>{};
+    }
+    uop = std::move(u);
+    holds = std::move(h);
+  }
+};
+
+// Requires-grad bookkeeping: propagation through ops, the registry of live leaves, backward().
+struct Autograd {
+  // out requires grad (and is no leaf) when it is floating point and an input requires grad.
+  static void propagate(Tensor& out, std::initializer_list<const Tensor*> from) {
+    if (!out.dtype().is_float()) return;
+    for (const Tensor* t : from)
+      if (t->requires_grad()) out.impl().requires_grad = out.impl().from_op = true;
+  }
+  static void add_leaf(const std::shared_ptr<Tensor::Impl>& im);
+  static std::vector<std::shared_ptr<Tensor::Impl>> live_leaves();
+  // The graph a tensor was computed by: a realized non-leaf keeps it for backward().
+  static const UOpRef& graph(const Tensor::Impl& im) {
+    return im.from_op && im.graph_uop ? im.graph_uop : im.uop;
+  }
+  static std::vector<BufferHold> graph_holds(const Tensor::Impl& im) {
+    return im.from_op && im.graph_uop ? im.graph_holds : im.holds;
+  }
+  static Tensor seed(const Tensor& out, const Tensor& grad_output, std::string_view op);
+  // The gradient of a tensor: the sum over the graph nodes it has been (its UOp now and before).
+  static UOpRef lookup(const Tensor::Impl& im, const std::unordered_map<UOpRef, UOpRef>& grads);
 };
 
 double Number::to_double() const { return host::as_double(dtypes::int64, v_); }
@@ -69,11 +107,7 @@ int64_t Tensor::numel() const { return detail::prod(shape()); }
 const std::string& Tensor::device() const { return impl().device; }
 const std::vector<BufferHold>& Tensor::holds() const { return impl().holds; }
 bool Tensor::requires_grad() const { return impl().requires_grad; }
-
-Tensor& Tensor::requires_grad_(bool on) {
-  impl().requires_grad = on;
-  return *this;
-}
+bool Tensor::is_leaf() const { return !impl().from_op; }
 
 Tensor Tensor::grad() const {
   Tensor g;
@@ -134,7 +168,9 @@ Tensor derive(UOpRef u, const Tensor& like, std::initializer_list<const Tensor*>
   for (const Tensor* t : from)
     for (const BufferHold& h : t->holds())
       if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
-  return Tensor(std::move(u), like.device(), std::move(holds));
+  Tensor out(std::move(u), like.device(), std::move(holds));
+  Autograd::propagate(out, from);
+  return out;
 }
 
 static DType alu_dtype(Ops op, DType first) { return group::Comparison.contains(op) ? dtypes::bool_ : first; }
@@ -163,13 +199,15 @@ Tensor& Tensor::realize() {
 
 void Tensor::realize_all(std::vector<Tensor> tensors) {
   std::vector<UOpRef> roots;
-  for (const Tensor& t : tensors) roots.push_back(t.uop());
+  for (const Tensor& t : tensors)
+    if (t.numel() > 0) roots.push_back(t.uop());
   std::vector<RealizedBuffer> bufs = realize_uops(roots);
-  for (size_t i = 0; i < tensors.size(); i++) {
+  for (size_t i = 0, k = 0; i < tensors.size(); i++) {
     Impl& im = tensors[i].impl();
     const Shape& shape = *im.uop->shape();
-    im.uop = UOp::make(Ops::RESHAPE, im.uop->dtype(), {bufs[i].buffer}, IntVec(shape));
-    im.holds = {bufs[i].hold};
+    // a tensor without elements needs no kernel, only an empty buffer
+    RealizedBuffer rb = tensors[i].numel() > 0 ? bufs[k++] : buffer_empty(im.device, im.uop->dtype(), 0);
+    im.replace_uop(UOp::make(Ops::RESHAPE, im.uop->dtype(), {rb.buffer}, IntVec(shape)), {rb.hold});
   }
 }
 
@@ -245,7 +283,9 @@ Tensor Tensor::bitcast(DType d) const {
 }
 
 Tensor Tensor::detach() const {
-  return detail::derive(UOp::make(Ops::DETACH, dtype(), {uop()}), *this, {this});
+  Tensor d = detail::derive(UOp::make(Ops::DETACH, dtype(), {uop()}), *this, {this});
+  d.impl().requires_grad = d.impl().from_op = false;
+  return d;
 }
 
 Tensor Tensor::contiguous() const {
@@ -260,7 +300,9 @@ Tensor Tensor::to(std::string_view device) const {
   std::string dev = canonical_device(device);
   if (dev == this->device()) return *this;
   UOpRef u = UOp::make(Ops::COPY, dtype(), {uop(), detail::device_uop(dev)});
-  return Tensor(u, dev, holds());
+  Tensor out(u, dev, holds());
+  Autograd::propagate(out, {this});
+  return out;
 }
 
 static bool is_buffer_view(const UOp* u) {
@@ -284,9 +326,135 @@ Tensor& Tensor::assign(const Operand& x) {
   std::vector<BufferHold> holds = impl().holds;
   for (const BufferHold& h : v.holds())
     if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
-  impl().uop = UOp::make(Ops::ASSIGN, dtype(), {uop(), v.uop()});
-  impl().holds = std::move(holds);
+  impl().replace_uop(UOp::make(Ops::ASSIGN, dtype(), {uop(), v.uop()}), std::move(holds));
   return *this;
+}
+
+// ---- graph: autograd ----
+
+namespace {
+std::mutex leaves_mutex;
+std::vector<std::weak_ptr<void>> leaves;  // every tensor marked by requires_grad_(), while it lives
+}  // namespace
+
+void Autograd::add_leaf(const std::shared_ptr<Tensor::Impl>& im) {
+  std::lock_guard lock(leaves_mutex);
+  std::erase_if(leaves, [](const std::weak_ptr<void>& w) { return w.expired(); });
+  leaves.push_back(im);
+}
+
+std::vector<std::shared_ptr<Tensor::Impl>> Autograd::live_leaves() {
+  std::lock_guard lock(leaves_mutex);
+  std::vector<std::shared_ptr<Tensor::Impl>> out;
+  for (const std::weak_ptr<void>& w : leaves)
+    if (auto p = std::static_pointer_cast<Tensor::Impl>(w.lock());
+        p && p->requires_grad && !p->from_op && std::find(out.begin(), out.end(), p) == out.end())
+      out.push_back(p);
+  return out;
+}
+
+Tensor Autograd::seed(const Tensor& out, const Tensor& grad_output, std::string_view op) {
+  if (!out.dtype().is_float())
+    throw DTypeError(
+        op, fmt::format("only floating-point outputs have gradients, this one is {}", out.dtype().name()));
+  if (!grad_output.defined()) {
+    if (out.numel() != 1)
+      throw ValueError(op,
+                       fmt::format("a gradient can only be implied for a one-element output, this one has "
+                                   "shape {}: pass the output's gradient",
+                                   detail::shape_str(out.shape())));
+    return detail::const_tensor(1.0, out.dtype(), out.shape(), out.device());
+  }
+  if (grad_output.shape() != out.shape())
+    throw ShapeError(op, fmt::format("the gradient has shape {} but the output has shape {}",
+                                     detail::shape_str(grad_output.shape()), detail::shape_str(out.shape())));
+  detail::check_same_device(out, grad_output, op);
+  return grad_output.cast(out.dtype());
+}
+
+UOpRef Autograd::lookup(const Tensor::Impl& im, const std::unordered_map<UOpRef, UOpRef>& grads) {
+  UOpRef g;
+  for (const UOpRef* key : {&im.uop, &im.graph_uop})
+    if (auto it = *key ? grads.find(*key) : grads.end(); it != grads.end())
+      g = g ? g + it->second : it->second;
+  return g;
+}
+
+Tensor& Tensor::requires_grad_(bool on) {
+  Impl& im = impl();
+  if (on && !im.requires_grad) {
+    // a leaf needs a node of its own: equal lazy graphs (say two ones()) are one node after hash-consing
+    if (!is_buffer_view(im.uop.get())) realize();
+    Autograd::add_leaf(impl_);
+  }
+  im.requires_grad = on;
+  if (!on) im.from_op = false;
+  return *this;
+}
+
+Tensor& Tensor::backward(const Tensor& gradient) {
+  Impl& im = impl();
+  if (!im.requires_grad)
+    throw ValueError("backward",
+                     "the tensor does not require grad: no input it is computed from has "
+                     "requires_grad set, or the path goes through detach()");
+  Tensor seed = Autograd::seed(*this, gradient, "backward");
+  UOpRef root = Autograd::graph(im);
+  std::unordered_set<const UOp*> nodes;
+  for (const UOp* u : root->toposort()) nodes.insert(u);
+  std::vector<std::shared_ptr<Impl>> found;
+  std::vector<UOpRef> targets;
+  for (const std::shared_ptr<Impl>& leaf : Autograd::live_leaves()) {
+    bool used = false;
+    for (const UOpRef* key : {&leaf->uop, &leaf->graph_uop})
+      if (*key && nodes.count(key->get())) {
+        targets.push_back(*key);
+        used = true;
+      }
+    if (!used) continue;
+    if (!leaf->uop->dtype().is_float())
+      throw DTypeError("backward", fmt::format("requires_grad is set on an {} tensor; only floating-point "
+                                               "tensors can have gradients",
+                                               leaf->uop->dtype().name()));
+    found.push_back(leaf);
+  }
+  std::unordered_map<UOpRef, UOpRef> grads = compute_gradient(root, seed.uop(), targets);
+  std::vector<BufferHold> holds = Autograd::graph_holds(im);
+  holds.insert(holds.end(), seed.holds().begin(), seed.holds().end());
+  for (const std::shared_ptr<Impl>& leaf : found) {
+    UOpRef g = Autograd::lookup(*leaf, grads);
+    if (!g) continue;  // reached only through detach()
+    Tensor fresh(g, leaf->device, holds), old;
+    old.impl_ = leaf->grad;
+    leaf->grad = (old.defined() ? old + fresh : fresh).impl_;
+  }
+  return *this;
+}
+
+std::vector<Tensor> Tensor::gradient(std::vector<Tensor> targets, const Tensor& grad_output) const {
+  Tensor seed = Autograd::seed(*this, grad_output, "gradient");
+  UOpRef root = Autograd::graph(impl());
+  std::vector<UOpRef> keys;
+  for (const Tensor& t : targets) {
+    if (!t.dtype().is_float())
+      throw DTypeError("gradient",
+                       fmt::format("only floating-point targets have gradients, got {}", t.dtype().name()));
+    for (const UOpRef* key : {&t.impl().uop, &t.impl().graph_uop})
+      if (*key) keys.push_back(*key);
+  }
+  std::unordered_map<UOpRef, UOpRef> grads = compute_gradient(root, seed.uop(), keys);
+  std::vector<BufferHold> holds = Autograd::graph_holds(impl());
+  holds.insert(holds.end(), seed.holds().begin(), seed.holds().end());
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < targets.size(); i++) {
+    UOpRef g = Autograd::lookup(targets[i].impl(), grads);
+    if (!g)
+      throw ValueError("gradient", fmt::format("the output does not depend on target {} (it is not in the "
+                                               "output's graph, or only through detach())",
+                                               i));
+    out.emplace_back(g, targets[i].device(), holds);
+  }
+  return out;
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }

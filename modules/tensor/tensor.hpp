@@ -79,6 +79,46 @@ enum class PadMode { CONSTANT, REFLECT, REPLICATE, CIRCULAR };
 enum class Rounding { TRUNC, FLOOR };
 enum class Reduction { MEAN, SUM, NONE };
 
+// ---- convolution and pooling arguments ----
+// A kernel size, stride or dilation: one value for every spatial axis or one per axis; empty means
+// the op's default (a pool's stride defaults to its kernel).
+class Sizes {
+ public:
+  Sizes() = default;
+  template <typename T>
+  requires std::is_integral_v<T> Sizes(T v) : v_{static_cast<int64_t>(v)} {}
+  Sizes(std::initializer_list<int64_t> v) : v_(v) {}
+  Sizes(std::vector<int64_t> v) : v_(std::move(v)) {}
+  bool empty() const { return v_.empty(); }
+  std::vector<int64_t> resolve(int n, std::string_view op, std::string_view what) const;
+
+ private:
+  std::vector<int64_t> v_;  // one value applies to every axis
+};
+
+// Zero padding of the spatial axes: one size for every side, one per axis (both sides), a
+// (before, after) pair per axis, or "same"/"valid" (convolutions only).
+class Padding {
+ public:
+  template <typename T>
+  requires std::is_integral_v<T> Padding(T v) : sizes_(v) {}
+  Padding(std::initializer_list<int64_t> per_axis) : sizes_(per_axis) {}
+  Padding(std::vector<std::pair<int64_t, int64_t>> pairs) : pairs_(std::move(pairs)), has_pairs_(true) {}
+  Padding(const char* mode) : mode_(mode) {}
+  Padding(std::string mode) : mode_(std::move(mode)) {}
+  // (before, after) per spatial axis; "same" needs the kernel, dilation and stride.
+  std::vector<std::pair<int64_t, int64_t>> resolve(int n, const std::vector<int64_t>& kernel,
+                                                   const std::vector<int64_t>& dilation,
+                                                   const std::vector<int64_t>& stride,
+                                                   std::string_view op) const;
+
+ private:
+  Sizes sizes_;
+  std::vector<std::pair<int64_t, int64_t>> pairs_;
+  bool has_pairs_ = false;
+  std::string mode_;
+};
+
 class Index;
 class Operand;
 
@@ -149,10 +189,14 @@ class Tensor {
   DType dtype() const { return uop()->dtype(); }
   const std::string& device() const;
   const std::vector<BufferHold>& holds() const;
+  // A result of ops requires grad when a floating-point input does. requires_grad_() makes a leaf: a lazy
+  // tensor is realized first, so every leaf owns its buffer (equal lazy graphs are one shared node).
   bool requires_grad() const;
   Tensor& requires_grad_(bool on = true);
-  Tensor grad() const;  // undefined until a gradient is stored
+  bool is_leaf() const;  // not computed from a tensor that requires grad (PyTorch's is_leaf)
+  Tensor grad() const;   // undefined until a gradient is stored; backward() accumulates into it
   void set_grad(const Tensor& g);
+  friend struct Autograd;  // tensor.cpp: requires-grad bookkeeping behind backward()
 
   // ---- realization ----
   Tensor& realize();
@@ -297,8 +341,51 @@ class Tensor {
   Tensor binary_crossentropy(const Tensor& y, Reduction reduction = Reduction::MEAN) const;
   Tensor binary_crossentropy_logits(const Tensor& y, Reduction reduction = Reduction::MEAN) const;
 
+  // ---- convolution and pooling (movement ops + multiply-reduce, so autograd covers them) ----
+  // x (N, Cin, *spatial) or (Cin, *spatial), weight (Cout, Cin/groups, *kernel); PyTorch argument order.
+  Tensor conv2d(const Tensor& weight, const Tensor& bias = Tensor(), Sizes stride = 1, Padding padding = 0,
+                Sizes dilation = 1, int64_t groups = 1) const;
+  Tensor conv1d(const Tensor& weight, const Tensor& bias = Tensor(), Sizes stride = 1, Padding padding = 0,
+                Sizes dilation = 1, int64_t groups = 1) const;
+  // Any number of spatial axes (weight.ndim() - 2).
+  Tensor conv(const Tensor& weight, const Tensor& bias = Tensor(), Sizes stride = 1, Padding padding = 0,
+              Sizes dilation = 1, int64_t groups = 1, std::string_view op = "conv") const;
+  // weight (Cin, Cout/groups, *kernel); the gradient of conv with respect to its input.
+  Tensor conv_transpose2d(const Tensor& weight, const Tensor& bias = Tensor(), Sizes stride = 1,
+                          Sizes padding = 0, Sizes output_padding = 0, int64_t groups = 1,
+                          Sizes dilation = 1) const;
+  Tensor conv_transpose(const Tensor& weight, const Tensor& bias = Tensor(), Sizes stride = 1,
+                        Sizes padding = 0, Sizes output_padding = 0, int64_t groups = 1, Sizes dilation = 1,
+                        std::string_view op = "conv_transpose") const;
+  // Windows over the last kernel.size() axes: (..., *in) -> (..., *out, *kernel). No padding.
+  Tensor pool(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+              const std::vector<int64_t>& dilation, std::string_view op = "pool") const;
+  Tensor max_pool2d(Sizes kernel, Sizes stride = {}, Padding padding = 0, Sizes dilation = 1,
+                    bool ceil_mode = false) const;
+  Tensor avg_pool2d(Sizes kernel, Sizes stride = {}, Padding padding = 0, bool ceil_mode = false,
+                    bool count_include_pad = true) const;
+  Tensor max_pool1d(Sizes kernel, Sizes stride = {}, Padding padding = 0, Sizes dilation = 1,
+                    bool ceil_mode = false) const;
+  Tensor avg_pool1d(Sizes kernel, Sizes stride = {}, Padding padding = 0, bool ceil_mode = false,
+                    bool count_include_pad = true) const;
+  // softmax(q k^T / sqrt(E) + mask) v. A bool mask keeps where true; a float mask is added.
+  Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value, const Tensor& mask = Tensor(),
+                                      bool causal = false, double dropout_p = 0.0) const;
+  // Zeroes elements with probability p and scales the rest by 1/(1-p); the identity unless training.
+  Tensor dropout(double p = 0.5, bool training = true) const;
+  // (x - mean) * invstd * weight + bias with the 1-d statistics along axis; weight/bias may be undefined.
+  Tensor batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean, const Tensor& invstd,
+                   int axis = 1) const;
+
   // ---- graph and in-place ----
-  Tensor detach() const;
+  Tensor detach() const;  // the same values, cut from the graph: no gradient flows through it
+  // Accumulates d(this)/d(leaf) * gradient into leaf.grad() for every leaf with requires_grad that this
+  // depends on, as lazy tensors. Without a gradient this must have one element (a loss). Works after this
+  // or a leaf was realized or assigned: gradients are keyed by the graph the tensor was built from.
+  Tensor& backward(const Tensor& gradient = Tensor());
+  // d(this)/d(target) * grad_output for each target (tensors this was computed from; requires_grad is not
+  // needed). Throws ValueError for a target this does not depend on (only through detach() counts as not).
+  std::vector<Tensor> gradient(std::vector<Tensor> targets, const Tensor& grad_output = Tensor()) const;
   // Makes this tensor write x (broadcast, same dtype) into its buffer when realized; returns *this.
   Tensor& assign(const Operand& x);
 

@@ -1,0 +1,377 @@
+// Convolution, pooling, attention and dropout, built from movement ops, elementwise ops and reduces
+// only (tinygrad's _pool: sliding windows as one zero-copy view), so autograd needs no new rule.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "tensor/internal.hpp"
+
+namespace tg {
+
+using detail::shape_str;
+using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+
+namespace {
+
+int64_t ceildiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The padding pairs for x's last pads.size() axes, zero for the leading ones.
+Tensor pad_spatial(const Tensor& x, const Pairs& pads, Number value = 0) {
+  Pairs all(x.ndim() - pads.size(), {0, 0});
+  all.insert(all.end(), pads.begin(), pads.end());
+  return x.pad(all, PadMode::CONSTANT, value);
+}
+
+std::vector<int> last_axes(int n) {
+  std::vector<int> ax(n);
+  std::iota(ax.begin(), ax.end(), -n);
+  return ax;
+}
+
+// Extra padding after each axis so the windows cover a partial last window (PyTorch's ceil_mode: the last
+// window must start inside the input or the padding before it).
+Pairs apply_ceil_mode(const Shape& in, Pairs pads, const std::vector<int64_t>& k,
+                      const std::vector<int64_t>& s, const std::vector<int64_t>& d) {
+  for (size_t a = 0; a < k.size(); a++) {
+    auto& [pb, pa] = pads[a];
+    int64_t i = in[a], span = d[a] * (k[a] - 1) + 1;
+    int64_t o = ceildiv(i + pb + pa - span, s[a]) + 1;
+    pa += s[a] * (o - 1) + span - (i + pb + pa) - std::max<int64_t>(s[a] * (o - 1) - (pb + i - 1), 0);
+  }
+  return pads;
+}
+
+void check_pool_padding(const Pairs& pads, const std::vector<int64_t>& k, std::string_view op) {
+  for (size_t a = 0; a < k.size(); a++)
+    if (pads[a].first < 0 || pads[a].second < 0 || pads[a].first > k[a] / 2 || pads[a].second > k[a] / 2)
+      throw ValueError(op, fmt::format("padding ({},{}) must be between 0 and half the kernel size {}",
+                                       pads[a].first, pads[a].second, k[a]));
+}
+
+Tensor max_pool(const Tensor& x, int n, const Sizes& kernel, const Sizes& stride, const Padding& padding,
+                const Sizes& dilation, bool ceil_mode, std::string_view op) {
+  if (x.ndim() < n + 1)
+    throw ShapeError(op, fmt::format("needs at least {} dimensions, got {}", n + 1, shape_str(x.shape())));
+  auto k = kernel.resolve(n, op, "kernel_size"), d = dilation.resolve(n, op, "dilation");
+  auto s = stride.empty() ? k : stride.resolve(n, op, "stride");
+  Pairs pads = padding.resolve(n, k, d, s, op);
+  check_pool_padding(pads, k, op);
+  Shape in(x.shape().end() - n, x.shape().end());
+  if (ceil_mode) pads = apply_ceil_mode(in, pads, k, s, d);
+  Number lowest = x.dtype().is_float()  ? Number(-std::numeric_limits<double>::infinity())
+                  : x.dtype().is_bool() ? Number(false)
+                                        : Number(x.dtype().min_int());
+  return pad_spatial(x, pads, lowest).pool(k, s, d, op).max(last_axes(n));
+}
+
+Tensor avg_pool(const Tensor& x, int n, const Sizes& kernel, const Sizes& stride, const Padding& padding,
+                bool ceil_mode, bool count_include_pad, std::string_view op) {
+  if (x.ndim() < n + 1)
+    throw ShapeError(op, fmt::format("needs at least {} dimensions, got {}", n + 1, shape_str(x.shape())));
+  auto k = kernel.resolve(n, op, "kernel_size");
+  std::vector<int64_t> d(n, 1);
+  auto s = stride.empty() ? k : stride.resolve(n, op, "stride");
+  Pairs reg = padding.resolve(n, k, d, s, op);
+  check_pool_padding(reg, k, op);
+  Shape in(x.shape().end() - n, x.shape().end());
+  Pairs ceil = ceil_mode ? apply_ceil_mode(in, reg, k, s, d) : reg;
+  auto windows = [&](const Tensor& t, const Pairs& p) { return pad_spatial(t, p).pool(k, s, d, op); };
+  std::vector<int> axes = last_axes(n);
+  Tensor xf = detail::to_float(x);
+  if (!count_include_pad) return windows(xf, ceil).sum(axes) / windows(xf.ones_like(), ceil).sum(axes);
+  if (!ceil_mode) return windows(xf, reg).mean(axes);
+  // windows reaching past the padding (ceil mode) divide by the part inside input + padding only
+  Pairs extra;
+  for (int a = 0; a < n; a++)
+    extra.emplace_back(ceil[a].first - reg[a].first, ceil[a].second - reg[a].second);
+  return windows(xf, ceil).sum(axes) / windows(pad_spatial(xf, reg).ones_like(), extra).sum(axes);
+}
+
+}  // namespace
+
+// ---- argument types ----
+
+std::vector<int64_t> Sizes::resolve(int n, std::string_view op, std::string_view what) const {
+  if (v_.size() == 1) return std::vector<int64_t>(n, v_[0]);
+  if (static_cast<int>(v_.size()) != n)
+    throw ValueError(op, fmt::format("{} needs 1 or {} values, got {}", what, n, v_.size()));
+  return v_;
+}
+
+Pairs Padding::resolve(int n, const std::vector<int64_t>& kernel, const std::vector<int64_t>& dilation,
+                       const std::vector<int64_t>& stride, std::string_view op) const {
+  Pairs out;
+  if (has_pairs_) {
+    if (static_cast<int>(pairs_.size()) != n)
+      throw ValueError(op, fmt::format("padding needs {} (before, after) pairs, got {}", n, pairs_.size()));
+    return pairs_;
+  }
+  if (mode_.empty()) {
+    for (int64_t p : sizes_.resolve(n, op, "padding")) out.emplace_back(p, p);
+    return out;
+  }
+  if (mode_ == "valid") return Pairs(n, {0, 0});
+  if (mode_ != "same")
+    throw ValueError(op,
+                     fmt::format("padding must be a size, pairs, \"same\" or \"valid\", got \"{}\"", mode_));
+  for (int a = 0; a < n; a++) {
+    if (stride[a] != 1) throw ValueError(op, "padding=\"same\" needs stride 1");
+    int64_t total = dilation[a] * (kernel[a] - 1);
+    out.emplace_back(total / 2, total - total / 2);  // the odd element goes after, as in PyTorch
+  }
+  return out;
+}
+
+// ---- windows ----
+
+Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s,
+                    const std::vector<int64_t>& d, std::string_view op) const {
+  int n = static_cast<int>(k.size()), lead = ndim() - n;
+  if (lead < 0 || s.size() != k.size() || d.size() != k.size())
+    throw ShapeError(op, fmt::format("cannot pool {} with a {}-d kernel", shape_str(shape()), n));
+  Shape noop(shape().begin(), shape().begin() + lead), in(shape().begin() + lead, shape().end()), o(n);
+  for (int a = 0; a < n; a++) {
+    if (k[a] < 1 || s[a] < 1 || d[a] < 1)
+      throw ValueError(
+          op, fmt::format("kernel {}, stride {} and dilation {} must be positive", k[a], s[a], d[a]));
+    if (d[a] * (k[a] - 1) + 1 > in[a])
+      throw ShapeError(op, fmt::format("kernel {} with dilation {} does not fit the padded input {}", k[a],
+                                       d[a], shape_str(shape())));
+    o[a] = ceildiv(in[a] - d[a] * (k[a] - 1), s[a]);
+  }
+  Pairs keep;
+  for (int64_t x : noop) keep.emplace_back(0, x);
+  auto with = [&](const Pairs& p) {
+    Pairs all = keep;
+    all.insert(all.end(), p.begin(), p.end());
+    return all;
+  };
+  auto shape_with = [&](const Shape& p) {
+    Shape all = noop;
+    all.insert(all.end(), p.begin(), p.end());
+    return all;
+  };
+  Dims order(lead);
+  std::iota(order.begin(), order.end(), 0);
+  bool overlap = false;
+  for (int a = 0; a < n; a++) overlap |= k[a] > s[a] || d[a] != 1;
+  if (!overlap) {  // windows do not overlap: pad to o*s, split each axis into (o, s), keep the first k of s
+    Pairs grow, cut, win;
+    Shape split;
+    for (int a = 0; a < n; a++) {
+      grow.emplace_back(0, std::max<int64_t>(0, o[a] * s[a] - in[a]));
+      cut.emplace_back(0, o[a] * s[a]);
+      split.insert(split.end(), {o[a], s[a]});
+      win.insert(win.end(), {{0, o[a]}, {0, k[a]}});
+    }
+    Tensor x = pad(with(grow)).shrink(with(cut)).reshape(shape_with(split)).shrink(with(win));
+    for (int a = 0; a < n; a++) order.push_back(lead + 2 * a);
+    for (int a = 0; a < n; a++) order.push_back(lead + 2 * a + 1);
+    return x.permute(order);
+  }
+  // Overlapping windows: repeat each axis k times with a period of in*f+d, so row j of the (k, in*f+d)
+  // view starts at element j*d; then every s-th column gives the window starts.
+  Shape reps(lead, 1), kd, kos, ko;
+  Pairs first, strided, pick;
+  for (int a = 0; a < n; a++) {
+    int64_t f = 1 + (o[a] * s[a] > in[a] - d[a] * (k[a] - 1) ? 1 : 0), period = in[a] * f + d[a];
+    reps.push_back(ceildiv(k[a] * period, in[a]));
+    first.emplace_back(0, k[a] * period);
+    kd.insert(kd.end(), {k[a], period});
+    strided.insert(strided.end(), {{0, k[a]}, {0, o[a] * s[a]}});
+    kos.insert(kos.end(), {k[a], o[a], s[a]});
+    pick.insert(pick.end(), {{0, k[a]}, {0, o[a]}, {0, 1}});
+    ko.insert(ko.end(), {k[a], o[a]});
+  }
+  Tensor x = repeat(reps).shrink(with(first)).reshape(shape_with(kd));
+  x = x.shrink(with(strided)).reshape(shape_with(kos)).shrink(with(pick)).reshape(shape_with(ko));
+  for (int a = 0; a < n; a++) order.push_back(lead + 2 * a + 1);
+  for (int a = 0; a < n; a++) order.push_back(lead + 2 * a);
+  return x.permute(order);
+}
+
+// ---- convolution ----
+
+Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, Sizes stride, Padding padding, Sizes dilation,
+                    int64_t groups, std::string_view op) const {
+  int n = weight.ndim() - 2;
+  if (n < 1)
+    throw ShapeError(op,
+                     fmt::format("weight {} needs (Cout, Cin/groups, *kernel)", shape_str(weight.shape())));
+  if (ndim() == n + 1)
+    return unsqueeze(0).conv(weight, bias, stride, padding, dilation, groups, op).squeeze(0);
+  if (ndim() != n + 2)
+    throw ShapeError(
+        op, fmt::format("input {} does not fit weight {}: needs (N, Cin, *spatial) with {} spatial axes",
+                        shape_str(shape()), shape_str(weight.shape()), n));
+  int64_t bs = shape()[0], cin_all = shape()[1], cout = weight.shape()[0], cin = weight.shape()[1];
+  if (groups < 1) throw ValueError(op, fmt::format("groups must be positive, got {}", groups));
+  if (cin * groups != cin_all || cout % groups != 0)
+    throw ShapeError(op, fmt::format("input {} with {} groups does not fit weight {}", shape_str(shape()),
+                                     groups, shape_str(weight.shape())));
+  if (bias.defined() && bias.shape() != Shape{cout})
+    throw ShapeError(op, fmt::format("bias {} must be ({},)", shape_str(bias.shape()), cout));
+  Shape k(weight.shape().begin() + 2, weight.shape().end());
+  auto s = stride.resolve(n, op, "stride"), d = dilation.resolve(n, op, "dilation");
+  Pairs pads = padding.resolve(n, k, d, s, op);
+  Tensor x = pad_spatial(*this, pads).pool(k, s, d, op);  // (N, groups*Cin, *out, *kernel)
+  Shape out(x.shape().begin() + 2, x.shape().begin() + 2 + n);
+  int64_t rcout = cout / groups;
+  Shape xs{bs, groups, cin, 1}, xe{bs, groups, cin, rcout}, ws{1, groups, rcout}, final_shape{bs, cout};
+  for (int64_t v : out) xs.push_back(v), xe.push_back(v), ws.push_back(1), final_shape.push_back(v);
+  for (int64_t v : k) xs.push_back(v), xe.push_back(v);
+  ws.push_back(cin);
+  ws.insert(ws.end(), k.begin(), k.end());
+  Dims order{0, 1, 3};
+  for (int a = 0; a < n; a++) order.push_back(4 + a);
+  order.push_back(2);
+  for (int a = 0; a < n; a++) order.push_back(4 + n + a);
+  x = x.reshape(xs).expand(xe).permute(order);  // (N, groups, Cout/groups, *out, Cin/groups, *kernel)
+  Tensor ret = (x * weight.reshape(ws)).sum(last_axes(n + 1)).reshape(final_shape);
+  if (!bias.defined()) return ret;
+  Shape bshape{1, cout};
+  bshape.resize(2 + n, 1);
+  return ret + bias.reshape(bshape);
+}
+
+Tensor Tensor::conv2d(const Tensor& weight, const Tensor& bias, Sizes stride, Padding padding, Sizes dilation,
+                      int64_t groups) const {
+  if (weight.ndim() != 4)
+    throw ShapeError("conv2d", fmt::format("weight {} must be 4-d", shape_str(weight.shape())));
+  return conv(weight, bias, std::move(stride), std::move(padding), std::move(dilation), groups, "conv2d");
+}
+
+Tensor Tensor::conv1d(const Tensor& weight, const Tensor& bias, Sizes stride, Padding padding, Sizes dilation,
+                      int64_t groups) const {
+  if (weight.ndim() != 3)
+    throw ShapeError("conv1d", fmt::format("weight {} must be 3-d", shape_str(weight.shape())));
+  return conv(weight, bias, std::move(stride), std::move(padding), std::move(dilation), groups, "conv1d");
+}
+
+// A stride-s transposed conv is a stride-1 conv over the input with s-1 zeros between elements, padded
+// by (k-1)*d - p, with the kernel flipped and its in/out channels swapped per group.
+Tensor Tensor::conv_transpose(const Tensor& weight, const Tensor& bias, Sizes stride, Sizes padding,
+                              Sizes output_padding, int64_t groups, Sizes dilation,
+                              std::string_view op) const {
+  int n = weight.ndim() - 2;
+  if (n < 1)
+    throw ShapeError(op,
+                     fmt::format("weight {} needs (Cin, Cout/groups, *kernel)", shape_str(weight.shape())));
+  if (ndim() == n + 1)
+    return unsqueeze(0)
+        .conv_transpose(weight, bias, stride, padding, output_padding, groups, dilation, op)
+        .squeeze(0);
+  if (ndim() != n + 2 || groups < 1 || shape()[1] != weight.shape()[0] || weight.shape()[0] % groups != 0)
+    throw ShapeError(op,
+                     fmt::format("input {} with {} groups does not fit weight {} (Cin, Cout/groups, *kernel)",
+                                 shape_str(shape()), groups, shape_str(weight.shape())));
+  auto s = stride.resolve(n, op, "stride"), p = padding.resolve(n, op, "padding");
+  auto op_ = output_padding.resolve(n, op, "output_padding"), d = dilation.resolve(n, op, "dilation");
+  Shape k(weight.shape().begin() + 2, weight.shape().end());
+  for (int a = 0; a < n; a++) {
+    if (s[a] < 1 || d[a] < 1 || p[a] < 0)
+      throw ValueError(op, "stride and dilation must be positive, padding >= 0");
+    if (op_[a] < 0 || (op_[a] >= s[a] && op_[a] >= d[a]))
+      throw ValueError(op, fmt::format("output_padding {} must be smaller than stride {} or dilation {}",
+                                       op_[a], s[a], d[a]));
+  }
+  Dims spatial;
+  for (int a = 0; a < n; a++) spatial.push_back(3 + a);
+  Tensor w = weight.unflatten(0, {groups, -1}).transpose(1, 2).flip(spatial).flatten(0, 1);
+  Tensor x = *this;
+  if (std::any_of(s.begin(), s.end(), [](int64_t v) { return v > 1; })) {
+    Shape split{shape()[0], shape()[1]}, joined{shape()[0], shape()[1]};
+    Pairs zeros{{0, 0}, {0, 0}}, cut{{0, shape()[0]}, {0, shape()[1]}};
+    for (int a = 0; a < n; a++) {
+      int64_t i = shape()[2 + a];
+      split.insert(split.end(), {i, 1});
+      zeros.insert(zeros.end(), {{0, 0}, {0, s[a] - 1}});
+      joined.push_back(i * s[a]);
+      cut.emplace_back(0, i * s[a] - (s[a] - 1));
+    }
+    x = x.reshape(split).pad(zeros).reshape(joined).shrink(cut);
+  }
+  Pairs pads;
+  for (int a = 0; a < n; a++) {
+    int64_t full = (k[a] - 1) * d[a];
+    pads.emplace_back(full - p[a], full - p[a] + op_[a]);
+  }
+  return x.conv(w, bias, 1, pads, d, groups, op);
+}
+
+Tensor Tensor::conv_transpose2d(const Tensor& weight, const Tensor& bias, Sizes stride, Sizes padding,
+                                Sizes output_padding, int64_t groups, Sizes dilation) const {
+  if (weight.ndim() != 4)
+    throw ShapeError("conv_transpose2d", fmt::format("weight {} must be 4-d", shape_str(weight.shape())));
+  return conv_transpose(weight, bias, std::move(stride), std::move(padding), std::move(output_padding),
+                        groups, std::move(dilation), "conv_transpose2d");
+}
+
+// ---- pooling ----
+
+Tensor Tensor::max_pool2d(Sizes kernel, Sizes stride, Padding padding, Sizes dilation, bool ceil_mode) const {
+  return max_pool(*this, 2, kernel, stride, padding, dilation, ceil_mode, "max_pool2d");
+}
+Tensor Tensor::max_pool1d(Sizes kernel, Sizes stride, Padding padding, Sizes dilation, bool ceil_mode) const {
+  return max_pool(*this, 1, kernel, stride, padding, dilation, ceil_mode, "max_pool1d");
+}
+Tensor Tensor::avg_pool2d(Sizes kernel, Sizes stride, Padding padding, bool ceil_mode,
+                          bool count_include_pad) const {
+  return avg_pool(*this, 2, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool2d");
+}
+Tensor Tensor::avg_pool1d(Sizes kernel, Sizes stride, Padding padding, bool ceil_mode,
+                          bool count_include_pad) const {
+  return avg_pool(*this, 1, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool1d");
+}
+
+// ---- attention, dropout, batchnorm ----
+
+Tensor Tensor::scaled_dot_product_attention(const Tensor& key, const Tensor& value, const Tensor& mask,
+                                            bool causal, double dropout_p) const {
+  constexpr std::string_view op = "scaled_dot_product_attention";
+  if (ndim() < 2 || key.ndim() < 2 || value.ndim() < 2 || shape().back() != key.shape().back() ||
+      key.shape(-2) != value.shape(-2))
+    throw ShapeError(op,
+                     fmt::format("query {}, key {} and value {} need (..., L, E), (..., S, E), (..., S, Ev)",
+                                 shape_str(shape()), shape_str(key.shape()), shape_str(value.shape())));
+  Tensor qk = matmul(key.transpose(-2, -1)) / std::sqrt(static_cast<double>(shape().back()));
+  double inf = std::numeric_limits<double>::infinity();
+  if (causal) {
+    int64_t l = shape(-2), s = key.shape(-2);
+    Tensor keep = arange(l, {}, device()).reshape({l, 1}) >= arange(s, {}, device()).reshape({1, s});
+    qk = keep.where(qk, -inf);
+  }
+  if (mask.defined()) qk = mask.dtype().is_bool() ? mask.where(qk, -inf) : qk + mask;
+  return qk.softmax(-1).dropout(dropout_p).matmul(value);
+}
+
+Tensor Tensor::dropout(double p, bool training) const {
+  if (p < 0.0 || p > 1.0) throw ValueError("dropout", fmt::format("p must be in [0, 1], got {}", p));
+  if (!training || p == 0.0) return *this;
+  if (p == 1.0) return zeros_like();
+  Tensor keep = rand(shape(), dtypes::default_float, device()) >= p;
+  return keep.where(*this * (1.0 / (1.0 - p)), 0);
+}
+
+Tensor Tensor::batchnorm(const Tensor& weight, const Tensor& bias, const Tensor& mean, const Tensor& invstd,
+                         int axis) const {
+  int a = detail::normalize_axis(axis, ndim(), "batchnorm");
+  Shape s(ndim(), 1);
+  s[a] = shape()[a];
+  auto along = [&](const Tensor& t, std::string_view what) {
+    if (t.numel() != s[a])
+      throw ShapeError("batchnorm",
+                       fmt::format("{} {} must have {} elements", what, shape_str(t.shape()), s[a]));
+    return t.reshape(s);
+  };
+  Tensor x = *this - along(mean, "mean");
+  if (weight.defined()) x = x * along(weight, "weight");
+  x = x * along(invstd, "invstd");
+  return bias.defined() ? x + along(bias, "bias") : x;
+}
+
+}  // namespace tg

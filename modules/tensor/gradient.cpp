@@ -1,0 +1,236 @@
+// Gradient rules (one per op, given the node and its incoming gradient g) and the reverse-mode walk.
+#include "tensor/gradient.hpp"
+
+#include <numbers>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+
+namespace tg {
+
+namespace {
+
+using Grads = std::vector<UOpRef>;  // one per source; a null ref means "no gradient"
+using GradFn = Grads (*)(GradientCtx& c, const UOp& r, const UOpRef& g);
+
+const IntVec& shape_of(const UOpRef& u) { return *u->shape(); }
+
+// The device a node computes on: follow first sources down to a DEVICE (COPY and BUFFER name theirs).
+const std::string& device_of(GradientCtx& c, const UOp* start) {
+  if (auto it = c.devices.find(start); it != c.devices.end()) return it->second;
+  const UOp* u = start;
+  while (u->op() != Ops::DEVICE && !u->src().empty())
+    u = (u->op() == Ops::COPY || u->op() == Ops::BUFFER) ? u->src(1).get() : u->src(0).get();
+  if (u->op() != Ops::DEVICE) throw ValueError("gradient", fmt::format("no device under {}", start->str()));
+  return c.devices[start] = u->arg_as<std::string>();
+}
+
+UOpRef device_node(const std::string& d) { return UOp::make(Ops::DEVICE, dtypes::void_, {}, d); }
+UOpRef mv(Ops op, const UOpRef& x, Arg a) { return UOp::make(op, x->dtype(), {x}, std::move(a)); }
+UOpRef reduce(const UOpRef& x, Ops op, IntVec axes) {
+  return axes.empty() ? x : mv(Ops::REDUCE_AXIS, x, ReduceArg{op, std::move(axes)});
+}
+// x (size 1 on reduced axes) expanded back to shape.
+UOpRef expand_to(const UOpRef& x, const IntVec& shape) {
+  return shape_of(x) == shape ? x : mv(Ops::EXPAND, x, shape);
+}
+// The constant v with like's dtype and shape, on the device of node `on`.
+UOpRef k(GradientCtx& c, const UOpRef& like, double v, const UOp* on = nullptr) {
+  UOpRef u = UOp::const_(like->dtype(), v)->with_src({device_node(device_of(c, on ? on : like.get()))});
+  const IntVec& s = shape_of(like);
+  if (s.empty()) return u;
+  return expand_to(mv(Ops::RESHAPE, u, IntVec(s.size(), 1)), s);
+}
+UOpRef neg(const UOpRef& x) { return x->alu(Ops::NEG); }
+UOpRef copy_to(const UOpRef& x, const std::string& d) {
+  return UOp::make(Ops::COPY, x->dtype(), {x, device_node(d)});
+}
+
+// ---- rules needing more than one line ----
+
+// REDUCE_AXIS: ADD spreads g, MAX splits g evenly among the tied maxima, MUL is prod of the others.
+Grads reduce_grad(GradientCtx& c, const UOp& r, const UOpRef& g) {
+  const UOpRef& x = r.src(0);
+  const ReduceArg& ra = r.arg_as<ReduceArg>();
+  const IntVec& in = shape_of(x);
+  auto up = [&](const UOpRef& v) { return expand_to(v, in); };
+  if (ra.op == Ops::ADD) return {up(g)};
+  if (ra.op == Ops::MAX) {
+    UOpRef mask = x->eq(up(r.ref()))->cast(g->dtype());
+    return {mask / up(reduce(mask, Ops::ADD, ra.axes)) * up(g)};
+  }
+  // MUL, exact with zeros: prod of the nonzero others where the group has no zero; at the only zero,
+  // the product of the rest; 0 everywhere else
+  UOpRef zero = k(c, x, 0), one = k(c, x, 1), nz = x->ne(zero);
+  UOpRef p = up(reduce(nz->where(x, one), Ops::MUL, ra.axes));
+  UOpRef zeros = up(reduce(x->eq(zero)->cast(x->dtype()), Ops::ADD, ra.axes));
+  return {nz->where(zeros->eq(zero)->where(p / x, zero), zeros->eq(one)->where(p, zero)) * up(g)};
+}
+
+// x^y: d/dx = y x^(y-1) (0 where y == 0), d/dy = x^y ln x (0 where x == 0 and y >= 0), as PyTorch.
+Grads pow_grad(GradientCtx& c, const UOp& r, const UOpRef& g) {
+  const UOpRef &x = r.src(0), &y = r.src(1);
+  UOpRef zero = k(c, x, 0);
+  UOpRef dx = y->eq(zero)->where(zero, g * y * x->alu(Ops::POW, y + k(c, y, -1)));
+  UOpRef dy_full = g * r.ref() * x->alu(Ops::LOG2) * k(c, x, std::numbers::ln2);
+  return {dx, x->eq(zero)->where(y->lt(zero)->where(dy_full, zero), dy_full)};
+}
+
+// max(a, b): g goes to the larger source, half to each on a tie (as torch.maximum).
+Grads max_grad(GradientCtx& c, const UOp& r, const UOpRef& g) {
+  const UOpRef &a = r.src(0), &b = r.src(1);
+  UOpRef zero = k(c, g, 0), half = g * k(c, g, 0.5), tie = a->eq(b);
+  return {b->lt(a)->where(g, tie->where(half, zero)), a->lt(b)->where(g, tie->where(half, zero))};
+}
+
+IntVec inverse_permutation(const IntVec& order) {
+  IntVec inv(order.size());
+  for (size_t i = 0; i < order.size(); i++) inv[order[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+IntVec expanded_axes(const UOp& r) {
+  IntVec axes;
+  const IntVec &in = shape_of(r.src(0)), &out = r.arg_as<IntVec>();
+  for (size_t i = 0; i < in.size(); i++)
+    if (in[i] != out[i]) axes.push_back(static_cast<int64_t>(i));
+  return axes;
+}
+
+IntPairs shrink_of_pad(const UOp& r) {  // the part of a PAD's output that is its input
+  IntPairs b;
+  const IntVec& in = shape_of(r.src(0));
+  for (size_t i = 0; i < in.size(); i++)
+    b.emplace_back(r.arg_as<IntPairs>()[i].first, r.arg_as<IntPairs>()[i].first + in[i]);
+  return b;
+}
+
+IntPairs pad_of_shrink(const UOp& r) {  // the padding that puts a SHRINK's output back in place
+  IntPairs p;
+  const IntVec& in = shape_of(r.src(0));
+  for (size_t i = 0; i < in.size(); i++)
+    p.emplace_back(r.arg_as<IntPairs>()[i].first, in[i] - r.arg_as<IntPairs>()[i].second);
+  return p;
+}
+
+Grads none(const UOp& r) { return Grads(r.src().size()); }
+bool float_cast(const UOp& r) { return r.dtype().is_float() && r.src(0)->dtype().is_float(); }
+
+struct GradRule {
+  UPat pat;
+  GradFn fn;
+  SourceLoc where = SourceLoc::current();
+};
+
+// Packs a rule's gradients as SINK(g0, g1, ...) with NOOP for "none".
+Rule to_rule(const GradRule& gr) {
+  GradFn fn = gr.fn;
+  return Rule{gr.pat,
+              [fn](Match& m) {
+                GradientCtx& c = m.ctx<GradientCtx>();
+                Grads gs = fn(c, *m.root(), c.grad);
+                std::vector<UOpRef> src;
+                for (UOpRef& g : gs) src.push_back(g ? std::move(g) : UOp::make(Ops::NOOP, dtypes::void_));
+                return UOp::sink(std::move(src));
+              },
+              gr.where};
+}
+
+using C = GradientCtx;
+using R = const UOp&;
+using G = const UOpRef&;
+constexpr double kLn2 = std::numbers::ln2, kPi2 = std::numbers::pi / 2;
+
+// A rule body over the matched node r, its incoming gradient g and the context c: the source gradients.
+#define TG_GRAD(...) \
+  [](C& c [[maybe_unused]], R r [[maybe_unused]], G g [[maybe_unused]]) -> Grads { return {__VA_ARGS__}; }
+
+// clang-format off
+const GradRule kRules[] = {
+    // ---- unary ----
+    {UPat(Ops::NEG), TG_GRAD(neg(g))},                                             // -x
+    {UPat(Ops::RECIPROCAL), TG_GRAD(neg(g * r.ref() * r.ref()))},                  // -1/x^2
+    {UPat(Ops::SQRT), TG_GRAD(g / (r.ref() * k(c, g, 2)))},                        // 1/(2 sqrt x)
+    {UPat(Ops::EXP2), TG_GRAD(g * r.ref() * k(c, g, kLn2))},                       // 2^x ln 2
+    {UPat(Ops::LOG2), TG_GRAD(g / (r.src(0) * k(c, g, kLn2)))},                    // 1/(x ln 2)
+    {UPat(Ops::SIN), TG_GRAD(g * (k(c, g, kPi2) + neg(r.src(0)))->alu(Ops::SIN))}, // cos x = sin(pi/2 - x)
+    {UPat(Ops::TRUNC), TG_GRAD(k(c, g, 0))},                                       // flat almost everywhere
+    {UPat(Ops::CAST), TG_GRAD(float_cast(r) ? g->cast(r.src(0)->dtype()) : UOpRef())},  // float to float only
+    // ---- binary and ternary ----
+    {UPat(Ops::ADD), TG_GRAD(g, g)},                                               // a+b
+    {UPat(Ops::MUL), TG_GRAD(g * r.src(1), g * r.src(0))},                         // a*b
+    {UPat(Ops::FDIV), TG_GRAD(g / r.src(1), neg(g * r.ref() / r.src(1)))},         // a/b: 1/b, -a/b^2
+    {UPat(Ops::MULACC), TG_GRAD(g * r.src(1), g * r.src(0), g)},                   // a*b+c
+    {UPat(Ops::POW), pow_grad},
+    {UPat(Ops::MAX), max_grad},
+    {UPat(Ops::WHERE), TG_GRAD(UOpRef(), r.src(0)->where(g, k(c, g, 0)), r.src(0)->where(k(c, g, 0), g))},
+    {UPat(OpSet{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::IDIV,
+                Ops::MOD, Ops::THREEFRY, Ops::BITCAST, Ops::DETACH, Ops::ASSIGN}),
+     [](C&, R r, G) { return none(r); }},                                          // not differentiable, or cut
+    // ---- reduce ----
+    {UPat(Ops::REDUCE_AXIS), reduce_grad},
+    // ---- movement: the inverse movement of g ----
+    {UPat(Ops::RESHAPE), TG_GRAD(mv(Ops::RESHAPE, g, shape_of(r.src(0))))},
+    {UPat(Ops::EXPAND), TG_GRAD(reduce(g, Ops::ADD, expanded_axes(r)))},
+    {UPat(Ops::PERMUTE), TG_GRAD(mv(Ops::PERMUTE, g, inverse_permutation(r.arg_as<IntVec>())))},
+    {UPat(Ops::PAD), TG_GRAD(mv(Ops::SHRINK, g, shrink_of_pad(r)))},
+    {UPat(Ops::SHRINK), TG_GRAD(mv(Ops::PAD, g, pad_of_shrink(r)))},
+    {UPat(Ops::FLIP), TG_GRAD(mv(Ops::FLIP, g, r.arg()))},
+    // ---- graph ----
+    {UPat(Ops::CONTIGUOUS), TG_GRAD(g)},
+    {UPat(Ops::COPY), TG_GRAD(copy_to(g, device_of(c, r.src(0).get())), UOpRef())},          // copy back
+};
+// clang-format on
+#undef TG_GRAD
+
+}  // namespace
+
+const PatternMatcher& pm_gradient() {
+  static const PatternMatcher pm = [] {
+    std::vector<Rule> rules;
+    for (const GradRule& r : kRules) rules.push_back(to_rule(r));
+    return PatternMatcher(std::move(rules));
+  }();
+  return pm;
+}
+
+std::unordered_map<UOpRef, UOpRef> compute_gradient(const UOpRef& root, const UOpRef& root_grad,
+                                                    const std::vector<UOpRef>& targets) {
+  if (shape_of(root_grad) != shape_of(root))
+    throw ShapeError("gradient", "the output gradient must have the output's shape");
+  std::unordered_set<const UOp*> target_set;
+  for (const UOpRef& t : targets) target_set.insert(t.get());
+  // a node is on a path when one of its sources is a target or on a path; DETACH and ASSIGN cut paths
+  std::vector<const UOp*> topo = root->toposort();
+  std::unordered_map<const UOp*, bool> on_path;
+  auto leads = [&](const UOp* s) { return target_set.count(s) > 0 || on_path[s]; };
+  for (const UOp* u : topo) {
+    bool p = false;
+    if (u->op() != Ops::DETACH && u->op() != Ops::ASSIGN)
+      for (const UOpRef& s : u->src()) p = p || leads(s.get());
+    on_path[u] = p;
+  }
+  std::unordered_map<UOpRef, UOpRef> grads{{root, root_grad}};
+  GradientCtx ctx;
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const UOp* u = *it;
+    if (!on_path[u]) continue;
+    auto g = grads.find(u->ref());
+    if (g == grads.end()) continue;
+    ctx.grad = g->second;
+    UOpRef out = pm_gradient().rewrite(u->ref(), &ctx);
+    if (!out || out->op() != Ops::SINK || out->src().size() != u->src().size())
+      throw NotSupportedError("gradient", fmt::format("no gradient rule for {}", op_name(u->op())));
+    for (size_t i = 0; i < u->src().size(); i++) {
+      const UOpRef &s = u->src(i), &v = out->src(i);
+      if (v->op() == Ops::NOOP || !leads(s.get())) continue;
+      auto [slot, fresh] = grads.try_emplace(s, v);
+      if (!fresh) slot->second = slot->second + v;
+    }
+  }
+  return grads;
+}
+
+}  // namespace tg

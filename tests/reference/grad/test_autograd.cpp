@@ -1,0 +1,174 @@
+// The autograd API: accumulation, detach, requires-grad propagation, leaf identity across realize() and
+// assign(), gradient(), and the error messages. Expected values are derived by hand in the comments.
+#define BOOST_TEST_MODULE autograd
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "base/error.hpp"
+#include "tensor/gradient.hpp"
+#include "tensor/tensor.hpp"
+
+using namespace tg;
+
+namespace {
+
+void expect_values(const Tensor& t, const std::vector<double>& want) {
+  std::vector<double> got = t.to_vector<double>();
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); i++)
+    BOOST_CHECK_MESSAGE(std::abs(got[i] - want[i]) <= 1e-5 * std::max(1.0, std::abs(want[i])),
+                        "element " << i << ": got " << got[i] << ", want " << want[i]);
+}
+
+template <typename E, typename F>
+void expect_error(F&& f, const std::string& message) {
+  try {
+    f();
+    BOOST_ERROR("expected an error: " << message);
+  } catch (const E& e) {
+    BOOST_CHECK_EQUAL(std::string(e.what()), message);
+  }
+}
+
+Tensor leaf(std::vector<float> v, Shape s = {}) {
+  Tensor t(std::move(v), std::move(s));
+  t.requires_grad_();
+  return t;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(backward_accumulates_across_calls) {
+  Tensor x = leaf({1, 2, 3});
+  (x * x).sum().backward();  // d/dx sum x^2 = 2x
+  expect_values(x.grad(), {2, 4, 6});
+  (x * 3).sum().backward();  // + 3
+  expect_values(x.grad(), {5, 7, 9});
+  x.set_grad(Tensor());  // zero_grad
+  (x * 3).sum().backward();
+  expect_values(x.grad(), {3, 3, 3});
+}
+
+BOOST_AUTO_TEST_CASE(gradients_are_lazy) {
+  Tensor x = leaf({1, 2});
+  (x * x).sum().backward();
+  BOOST_TEST((x.grad().uop()->op() != Ops::RESHAPE || x.grad().uop()->src(0)->op() != Ops::BUFFER));
+  BOOST_TEST(!x.grad().requires_grad());
+  expect_values(x.grad(), {2, 4});
+}
+
+BOOST_AUTO_TEST_CASE(requires_grad_propagates_and_detach_cuts) {
+  Tensor x = leaf({1, 2}), c = Tensor(std::vector<float>{5, 7});
+  BOOST_TEST(x.is_leaf());
+  Tensor y = x * c;
+  BOOST_TEST(y.requires_grad());
+  BOOST_TEST(!y.is_leaf());
+  BOOST_TEST(!(c * 2).requires_grad());
+  BOOST_TEST(!x.gt(0).requires_grad());  // bool results never require grad
+  Tensor d = y.detach();
+  BOOST_TEST(!d.requires_grad());
+  BOOST_TEST(d.is_leaf());
+  // x * detach(x): the detached factor is a constant, so d/dx = detach(x) = x
+  (x * x.detach()).sum().backward();
+  expect_values(x.grad(), {1, 2});
+  // only through detach: x gets nothing, and the result does not require grad
+  BOOST_TEST(!(x.detach() * 2).requires_grad());
+  expect_values(c, {5, 7});
+  BOOST_TEST(!c.grad().defined());
+}
+
+BOOST_AUTO_TEST_CASE(non_scalar_backward_with_gradient) {
+  Tensor x = leaf({1, 2, 3});
+  Tensor y = x * x;  // dy/dx = 2x
+  y.backward(Tensor(std::vector<float>{1, 10, 100}));
+  expect_values(x.grad(), {2, 40, 600});
+}
+
+BOOST_AUTO_TEST_CASE(leaf_identity_survives_realize_and_assign) {
+  Tensor w = leaf({1, 2});
+  Tensor loss = (w * w).sum();  // built before w changes
+  w.assign(Tensor(std::vector<float>{10, 20})).realize();
+  loss.backward();  // w still gets its gradient 2w; lazy, it reads w's buffer as the loss would: (20, 40)
+  BOOST_REQUIRE(w.grad().defined());
+  expect_values(w.grad(), {20, 40});
+  BOOST_TEST(loss.item<float>() == 500.0f);
+  // a loss realized (printed) before backward still backpropagates
+  Tensor v = leaf({3, 4});
+  Tensor l2 = (v * v * v).sum();  // d/dv = 3v^2
+  BOOST_TEST(l2.item<float>() == 91.0f);
+  l2.backward();
+  expect_values(v.grad(), {27, 48});
+  // a lazy tensor marked as a leaf is its own node, not the shared constant graph
+  Tensor ones = Tensor::ones({2});
+  ones.requires_grad_();
+  (ones + Tensor::ones({2}) * 3).sum().backward();  // the other ones() carry no gradient
+  expect_values(ones.grad(), {1, 1});
+}
+
+BOOST_AUTO_TEST_CASE(gradient_of_targets) {
+  Tensor a = leaf({1, 2}), b = leaf({3, 4});
+  Tensor h = a * b;
+  Tensor y = (h * h).sum();  // dy/dh = 2h = (6, 16); dy/da = 2 a b^2 = (18, 64); dy/db = 2 a^2 b = (6, 32)
+  std::vector<Tensor> g = y.gradient({a, b, h});
+  BOOST_REQUIRE_EQUAL(g.size(), 3u);
+  expect_values(g[0], {18, 64});
+  expect_values(g[1], {6, 32});
+  expect_values(g[2], {6, 16});
+  BOOST_TEST(!a.grad().defined());  // gradient() does not touch .grad()
+  // with an output gradient, and a target that needs no requires_grad
+  Tensor x = Tensor(std::vector<float>{2, 3});
+  expect_values((x * x).gradient({x}, Tensor(std::vector<float>{1, -1}))[0], {4, -6});
+}
+
+BOOST_AUTO_TEST_CASE(max_reduce_splits_ties) {
+  Tensor x = leaf({3, 1, 3, 2});
+  x.max().backward();  // two maxima share the gradient
+  expect_values(x.grad(), {0.5, 0, 0.5, 0});
+}
+
+BOOST_AUTO_TEST_CASE(errors) {
+  Tensor x = leaf({1, 2, 3});
+  expect_error<ValueError>([&] { (x * 2).backward(); },
+                           "[backward] a gradient can only be implied for a one-element output, this one has "
+                           "shape (3,): pass the output's gradient");
+  expect_error<ValueError>(
+      [] {
+        Tensor(std::vector<float>{1, 2}).sum().backward();
+      },
+      "[backward] the tensor does not require grad: no input it is computed from has "
+      "requires_grad set, or the path goes through detach()");
+  expect_error<ShapeError>([&] { (x * 2).backward(Tensor::ones({2})); },
+                           "[backward] the gradient has shape (2,) but the output has shape (3,)");
+  Tensor unused = leaf({4});
+  expect_error<ValueError>(
+      [&] {
+        (x * 2).sum().gradient({x, unused});
+      },
+      "[gradient] the output does not depend on target 1 (it is not in the output's "
+      "graph, or only through detach())");
+  expect_error<ValueError>([&] { (x.detach() * 2).sum().gradient({x}); },
+                           "[gradient] the output does not depend on target 0 (it is not in the output's "
+                           "graph, or only through detach())");
+  Tensor ints = Tensor({1, 2, 3});
+  expect_error<DTypeError>([&] { ints.sum().gradient({x}); },
+                           "[gradient] only floating-point outputs have gradients, this one is int");
+  expect_error<DTypeError>([&] { (x * 2).sum().gradient({ints}); },
+                           "[gradient] only floating-point targets have gradients, got int");
+  ints.requires_grad_();
+  expect_error<DTypeError>([&] { (ints.cast(dtypes::float32) * x).sum().backward(); },
+                           "[backward] requires_grad is set on an int tensor; only floating-point tensors "
+                           "can have gradients");
+}
+
+BOOST_AUTO_TEST_CASE(rules_are_a_pattern_matcher) {
+  // RECIPROCAL's rule: d(1/x) = -g/x^2, read back through the rule table directly
+  Tensor x = Tensor(std::vector<float>{2, 4});
+  Tensor r = x.reciprocal();
+  Tensor g = Tensor(std::vector<float>{1, 1});
+  auto grads = compute_gradient(r.uop(), g.uop(), {x.uop()});
+  BOOST_REQUIRE(grads.count(x.uop()));
+  expect_values(Tensor(grads.at(x.uop()), x.device(), {x.holds()[0], g.holds()[0]}), {-0.25, -0.0625});
+}
