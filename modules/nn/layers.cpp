@@ -1,0 +1,272 @@
+// Layer construction (PyTorch's default initializers) and forward passes.
+#include "nn/layers.hpp"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+
+namespace tg::nn {
+
+namespace {
+
+std::string shape_str(const Shape& s) {
+  return s.size() == 1 ? fmt::format("({},)", s[0]) : fmt::format("({})", fmt::join(s, ","));
+}
+
+// PyTorch's default: kaiming_uniform with a = sqrt(5), i.e. uniform(+-1/sqrt(fan_in)), fan_in =
+// prod(shape[1:]).
+Tensor default_weight(const Shape& shape) { return Tensor::kaiming_uniform(shape, std::sqrt(5.0)); }
+
+Tensor default_bias(int64_t n, int64_t fan_in) {
+  double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+  return bound > 0 ? Tensor::uniform({n}, -bound, bound) : Tensor::zeros({n});
+}
+
+void check_positive(std::string_view layer, std::initializer_list<int64_t> sizes) {
+  for (int64_t s : sizes)
+    if (s <= 0) throw ValueError(layer, fmt::format("sizes must be positive, got {}", s));
+}
+
+// Axes 0 and 2.. (everything but the channels).
+std::vector<int> all_but_channels(int ndim) {
+  std::vector<int> ax{0};
+  for (int i = 2; i < ndim; i++) ax.push_back(i);
+  return ax;
+}
+
+std::vector<int> last_axes(size_t n) {
+  std::vector<int> ax(n);
+  std::iota(ax.begin(), ax.end(), -static_cast<int>(n));
+  return ax;
+}
+
+void check_trailing(const Tensor& x, const Shape& shape, std::string_view layer) {
+  bool ok = x.ndim() >= static_cast<int>(shape.size()) &&
+            std::equal(shape.begin(), shape.end(), x.shape().end() - static_cast<long>(shape.size()));
+  if (!ok)
+    throw ShapeError(layer, fmt::format("input {} does not end with the normalized shape {}",
+                                        shape_str(x.shape()), shape_str(shape)));
+}
+
+}  // namespace
+
+// ---- Linear and convolutions ----
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
+  check_positive("Linear", {in_features, out_features});
+  weight = register_parameter("weight", default_weight({out_features, in_features}));
+  if (with_bias) bias = register_parameter("bias", default_bias(out_features, in_features));
+  realize_state();
+}
+
+Tensor Linear::forward(const Tensor& x) {
+  if (x.ndim() < 1 || x.shape().back() != weight.shape()[1])
+    throw ShapeError("Linear", fmt::format("input {} must end with in_features {}", shape_str(x.shape()),
+                                           weight.shape()[1]));
+  return x.linear(weight.transpose(), bias);
+}
+
+ConvNd::ConvNd(int n, int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride,
+               Padding padding, Sizes dilation, int64_t groups, bool with_bias)
+    : stride_(std::move(stride)),
+      dilation_(std::move(dilation)),
+      padding_(std::move(padding)),
+      groups_(groups),
+      n_(n) {
+  std::string name = fmt::format("Conv{}d", n);
+  check_positive(name, {in_channels, out_channels, groups});
+  if (in_channels % groups || out_channels % groups)
+    throw ValueError(name, fmt::format("in_channels {} and out_channels {} must be divisible by groups {}",
+                                       in_channels, out_channels, groups));
+  Shape shape{out_channels, in_channels / groups};
+  for (int64_t k : kernel_size.resolve(n, name, "kernel_size")) {
+    check_positive(name, {k});
+    shape.push_back(k);
+  }
+  int64_t fan_in = std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
+  weight = register_parameter("weight", default_weight(shape));
+  if (with_bias) bias = register_parameter("bias", default_bias(out_channels, fan_in));
+  realize_state();
+}
+
+Tensor ConvNd::forward(const Tensor& x) {
+  return x.conv(weight, bias, stride_, padding_, dilation_, groups_, fmt::format("Conv{}d", n_));
+}
+
+ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride,
+                                 Sizes padding, Sizes output_padding, int64_t groups, bool with_bias,
+                                 Sizes dilation)
+    : stride_(std::move(stride)),
+      padding_(std::move(padding)),
+      output_padding_(std::move(output_padding)),
+      dilation_(std::move(dilation)),
+      groups_(groups) {
+  check_positive("ConvTranspose2d", {in_channels, out_channels, groups});
+  if (in_channels % groups || out_channels % groups)
+    throw ValueError("ConvTranspose2d",
+                     fmt::format("in_channels {} and out_channels {} must be divisible by groups {}",
+                                 in_channels, out_channels, groups));
+  Shape shape{in_channels, out_channels / groups};
+  for (int64_t k : kernel_size.resolve(2, "ConvTranspose2d", "kernel_size")) shape.push_back(k);
+  // PyTorch computes fan_in from weight.shape[1:] here too
+  int64_t fan_in = std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
+  weight = register_parameter("weight", default_weight(shape));
+  if (with_bias) bias = register_parameter("bias", default_bias(out_channels, fan_in));
+  realize_state();
+}
+
+Tensor ConvTranspose2d::forward(const Tensor& x) {
+  return x.conv_transpose(weight, bias, stride_, padding_, output_padding_, groups_, dilation_,
+                          "ConvTranspose2d");
+}
+
+// ---- normalization ----
+
+BatchNorm::BatchNorm(int64_t num_features, double eps, std::optional<double> momentum, bool affine,
+                     bool track_running_stats)
+    : num_features_(num_features), eps_(eps), momentum_(momentum) {
+  check_positive("BatchNorm", {num_features});
+  if (affine) {
+    weight = register_parameter("weight", Tensor::ones({num_features}).contiguous());
+    bias = register_parameter("bias", Tensor::zeros({num_features}).contiguous());
+  }
+  if (track_running_stats) {
+    running_mean = register_buffer("running_mean", Tensor::zeros({num_features}).contiguous());
+    running_var = register_buffer("running_var", Tensor::ones({num_features}).contiguous());
+    num_batches_tracked =
+        register_buffer("num_batches_tracked", Tensor::zeros({}, dtypes::int64).contiguous());
+  }
+  realize_state();
+}
+
+void BatchNorm::check_input(const Tensor& x) const {
+  if (x.ndim() < 2 || x.shape()[1] != num_features_)
+    throw ShapeError("BatchNorm", fmt::format("input {} needs {} channels on axis 1", shape_str(x.shape()),
+                                              num_features_));
+}
+
+void BatchNorm1d::check_input(const Tensor& x) const {
+  if (x.ndim() != 2 && x.ndim() != 3)
+    throw ShapeError("BatchNorm1d", fmt::format("expects (N, C) or (N, C, L), got {}", shape_str(x.shape())));
+  BatchNorm::check_input(x);
+}
+
+void BatchNorm2d::check_input(const Tensor& x) const {
+  if (x.ndim() != 4)
+    throw ShapeError("BatchNorm2d", fmt::format("expects (N, C, H, W), got {}", shape_str(x.shape())));
+  BatchNorm::check_input(x);
+}
+
+Tensor BatchNorm::forward(const Tensor& x) {
+  check_input(x);
+  bool track = running_mean.defined();
+  if (!is_training() && track) return x.batchnorm(weight, bias, running_mean, (running_var + eps_).rsqrt());
+  std::vector<int> axes = all_but_channels(x.ndim());
+  int64_t n = x.numel() / num_features_;
+  if (is_training() && n <= 1)
+    throw ValueError(
+        "BatchNorm",
+        fmt::format("needs more than one value per channel in training, got input {}", shape_str(x.shape())));
+  Shape s(x.ndim(), 1);
+  s[1] = num_features_;
+  Tensor mean = x.mean(axes);
+  Tensor var = (x - mean.reshape(s)).square().mean(axes);  // biased, for normalizing
+  if (is_training() && track) {
+    // Realized now: a lazy update would read the input's graph later, after an optimizer step may have
+    // overwritten the weights it was computed from. (Realizing mean/var here too would cut their gradient.)
+    Tensor factor = momentum_ ? Tensor(*momentum_, running_mean.dtype(), x.device())
+                              : (1 / (num_batches_tracked + 1)).cast(running_mean.dtype());
+    Tensor m = mean.detach().cast(running_mean.dtype()), v = var.detach().cast(running_var.dtype());
+    double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+    Tensor new_mean = (1 - factor) * running_mean + factor * m;
+    Tensor new_var = (1 - factor) * running_var + factor * (v * unbias);
+    Tensor::realize_all({running_mean.assign(new_mean), running_var.assign(new_var),
+                         num_batches_tracked.assign(num_batches_tracked + 1)});
+  }
+  return x.batchnorm(weight, bias, mean, (var + eps_).rsqrt());
+}
+
+LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine, bool with_bias)
+    : shape_(std::move(normalized_shape)), eps_(eps) {
+  if (shape_.empty()) throw ValueError("LayerNorm", "normalized_shape must not be empty");
+  if (elementwise_affine) {
+    weight = register_parameter("weight", Tensor::ones(shape_).contiguous());
+    if (with_bias) bias = register_parameter("bias", Tensor::zeros(shape_).contiguous());
+  }
+  realize_state();
+}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  check_trailing(x, shape_, "LayerNorm");
+  Tensor y = x.layernorm(last_axes(shape_.size()), eps_);
+  if (weight.defined()) y = y * weight;
+  return bias.defined() ? y + bias : y;
+}
+
+GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool affine)
+    : groups_(num_groups), channels_(num_channels), eps_(eps) {
+  check_positive("GroupNorm", {num_groups, num_channels});
+  if (num_channels % num_groups)
+    throw ValueError("GroupNorm", fmt::format("num_channels {} must be divisible by num_groups {}",
+                                              num_channels, num_groups));
+  if (affine) {
+    weight = register_parameter("weight", Tensor::ones({num_channels}).contiguous());
+    bias = register_parameter("bias", Tensor::zeros({num_channels}).contiguous());
+  }
+  realize_state();
+}
+
+Tensor GroupNorm::forward(const Tensor& x) {
+  if (x.ndim() < 2 || x.shape()[1] != channels_)
+    throw ShapeError("GroupNorm",
+                     fmt::format("input {} needs {} channels on axis 1", shape_str(x.shape()), channels_));
+  Tensor y = x.reshape({x.shape()[0], groups_, -1}).layernorm(-1, eps_).reshape(x.shape());
+  Shape s(x.ndim(), 1);
+  s[1] = channels_;
+  if (weight.defined()) y = y * weight.reshape(s);
+  return bias.defined() ? y + bias.reshape(s) : y;
+}
+
+RMSNorm::RMSNorm(Shape normalized_shape, std::optional<double> eps, bool elementwise_affine)
+    : shape_(std::move(normalized_shape)), eps_(eps) {
+  if (shape_.empty()) throw ValueError("RMSNorm", "normalized_shape must not be empty");
+  if (elementwise_affine) weight = register_parameter("weight", Tensor::ones(shape_).contiguous());
+  realize_state();
+}
+
+Tensor RMSNorm::forward(const Tensor& x) {
+  check_trailing(x, shape_, "RMSNorm");
+  double eps = eps_.value_or(x.dtype() == dtypes::float64   ? std::numeric_limits<double>::epsilon()
+                             : x.dtype() == dtypes::float16 ? 0.0009765625
+                                                            : std::numeric_limits<float>::epsilon());
+  Tensor y = x * (x.square().mean(last_axes(shape_.size()), true) + eps).rsqrt();
+  return weight.defined() ? y * weight : y;
+}
+
+// ---- Embedding and Dropout ----
+
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim) : num_(num_embeddings) {
+  check_positive("Embedding", {num_embeddings, embedding_dim});
+  weight = register_parameter("weight", Tensor::randn({num_embeddings, embedding_dim}));
+  realize_state();
+}
+
+Tensor Embedding::forward(const Tensor& x) {
+  if (!x.dtype().is_int())
+    throw DTypeError("Embedding", fmt::format("indices must be integers, got {}", x.dtype().name()));
+  // one-hot rows times the table: a multiply-reduce, so the gradient is a plain matmul
+  Shape s = x.shape();
+  Tensor hot = x.reshape({-1}).one_hot(num_).cast(weight.dtype());
+  s.push_back(weight.shape()[1]);
+  return hot.matmul(weight).reshape(s);
+}
+
+Dropout::Dropout(double p) : p_(p) {
+  if (p < 0.0 || p > 1.0) throw ValueError("Dropout", fmt::format("p must be in [0, 1], got {}", p));
+}
+
+}  // namespace tg::nn

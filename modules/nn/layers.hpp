@@ -1,0 +1,225 @@
+#pragma once
+// Layers with PyTorch's parameter names, shapes and default initializers, and tiny activation modules.
+#include <optional>
+
+#include "nn/module.hpp"
+
+namespace tg::nn {
+
+// y = x W^T + b; weight (out, in) kaiming_uniform(a=sqrt(5)), bias uniform(+-1/sqrt(in)).
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+};
+
+// Conv1d/Conv2d: weight (out, in/groups, *kernel), bias (out,).
+class ConvNd : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+
+ protected:
+  ConvNd(int n, int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride, Padding padding,
+         Sizes dilation, int64_t groups, bool bias);
+  Sizes stride_, dilation_;
+  Padding padding_;
+  int64_t groups_;
+  int n_;
+};
+
+class Conv1d : public ConvNd {
+ public:
+  Conv1d(int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride = 1, Padding padding = 0,
+         Sizes dilation = 1, int64_t groups = 1, bool bias = true)
+      : ConvNd(1, in_channels, out_channels, std::move(kernel_size), std::move(stride), std::move(padding),
+               std::move(dilation), groups, bias) {}
+};
+
+class Conv2d : public ConvNd {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride = 1, Padding padding = 0,
+         Sizes dilation = 1, int64_t groups = 1, bool bias = true)
+      : ConvNd(2, in_channels, out_channels, std::move(kernel_size), std::move(stride), std::move(padding),
+               std::move(dilation), groups, bias) {}
+};
+
+// weight (in, out/groups, kH, kW), bias (out,).
+class ConvTranspose2d : public Module {
+ public:
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride = 1,
+                  Sizes padding = 0, Sizes output_padding = 0, int64_t groups = 1, bool bias = true,
+                  Sizes dilation = 1);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+
+ private:
+  Sizes stride_, padding_, output_padding_, dilation_;
+  int64_t groups_;
+};
+
+// Training: normalizes with the batch statistics and updates running_mean/running_var (unbiased) and
+// num_batches_tracked through assign(), realized during forward; eval: uses the running statistics.
+// momentum nullopt means a cumulative average. Channels are axis 1.
+class BatchNorm : public Module {
+ public:
+  BatchNorm(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true,
+            bool track_running_stats = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+ protected:
+  virtual void check_input(const Tensor& x) const;
+  int64_t num_features_;
+  double eps_;
+  std::optional<double> momentum_;
+};
+
+class BatchNorm1d : public BatchNorm {  // (N, C) or (N, C, L)
+ public:
+  using BatchNorm::BatchNorm;
+
+ protected:
+  void check_input(const Tensor& x) const override;
+};
+
+class BatchNorm2d : public BatchNorm {  // (N, C, H, W)
+ public:
+  using BatchNorm::BatchNorm;
+
+ protected:
+  void check_input(const Tensor& x) const override;
+};
+
+// Normalizes over the last normalized_shape.size() axes.
+class LayerNorm : public Module {
+ public:
+  LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+
+ private:
+  Shape shape_;
+  double eps_;
+};
+
+class GroupNorm : public Module {
+ public:
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+
+ private:
+  int64_t groups_, channels_;
+  double eps_;
+};
+
+// x / sqrt(mean(x^2) + eps) * weight over the last axes; eps defaults to the dtype's machine epsilon.
+class RMSNorm : public Module {
+ public:
+  RMSNorm(Shape normalized_shape, std::optional<double> eps = {}, bool elementwise_affine = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight;
+
+ private:
+  Shape shape_;
+  std::optional<double> eps_;
+};
+
+// Integer indices -> rows of weight (num_embeddings, embedding_dim), initialized N(0, 1).
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight;
+
+ private:
+  int64_t num_;
+};
+
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override { return x.dropout(p_, is_training()); }
+
+ private:
+  double p_;
+};
+
+class MaxPool2d : public Module {
+ public:
+  MaxPool2d(Sizes kernel_size, Sizes stride = {}, Padding padding = 0, Sizes dilation = 1,
+            bool ceil_mode = false)
+      : k_(std::move(kernel_size)),
+        s_(std::move(stride)),
+        d_(std::move(dilation)),
+        p_(std::move(padding)),
+        ceil_(ceil_mode) {}
+  Tensor forward(const Tensor& x) override { return x.max_pool2d(k_, s_, p_, d_, ceil_); }
+
+ private:
+  Sizes k_, s_, d_;
+  Padding p_;
+  bool ceil_;
+};
+
+class AvgPool2d : public Module {
+ public:
+  AvgPool2d(Sizes kernel_size, Sizes stride = {}, Padding padding = 0, bool ceil_mode = false,
+            bool count_include_pad = true)
+      : k_(std::move(kernel_size)),
+        s_(std::move(stride)),
+        p_(std::move(padding)),
+        ceil_(ceil_mode),
+        include_(count_include_pad) {}
+  Tensor forward(const Tensor& x) override { return x.avg_pool2d(k_, s_, p_, ceil_, include_); }
+
+ private:
+  Sizes k_, s_;
+  Padding p_;
+  bool ceil_, include_;
+};
+
+// ---- activations and shape helpers ----
+#define TG_NN_ACTIVATION(Name, expr)                          \
+  class Name : public Module {                                \
+   public:                                                    \
+    Tensor forward(const Tensor& x) override { return expr; } \
+  };
+TG_NN_ACTIVATION(Identity, x)
+TG_NN_ACTIVATION(ReLU, x.relu())
+TG_NN_ACTIVATION(GELU, x.gelu())  // the tanh approximation (PyTorch's approximate="tanh")
+TG_NN_ACTIVATION(SiLU, x.silu())
+TG_NN_ACTIVATION(Sigmoid, x.sigmoid())
+TG_NN_ACTIVATION(Tanh, x.tanh())
+#undef TG_NN_ACTIVATION
+
+class LeakyReLU : public Module {
+ public:
+  explicit LeakyReLU(double negative_slope = 0.01) : slope_(negative_slope) {}
+  Tensor forward(const Tensor& x) override { return x.leaky_relu(slope_); }
+
+ private:
+  double slope_;
+};
+
+class Softmax : public Module {
+ public:
+  explicit Softmax(int dim = -1) : dim_(dim) {}
+  Tensor forward(const Tensor& x) override { return x.softmax(dim_); }
+
+ private:
+  int dim_;
+};
+
+class Flatten : public Module {
+ public:
+  explicit Flatten(int start_dim = 1, int end_dim = -1) : start_(start_dim), end_(end_dim) {}
+  Tensor forward(const Tensor& x) override { return x.flatten(start_, end_); }
+
+ private:
+  int start_, end_;
+};
+
+}  // namespace tg::nn

@@ -1,0 +1,335 @@
+# Reference values for the nn tests, computed with PyTorch: convolutions, pools, attention, layers,
+# losses, optimizer steps and learning-rate schedules. Usage: gen_nn_reference.py OUT.json
+import json
+import math
+import sys
+
+import torch
+import torch.nn.functional as F
+
+torch.manual_seed(0)
+torch.set_default_dtype(torch.float32)
+
+
+def t(x):
+    x = x.detach()
+    return {"shape": list(x.shape), "data": x.reshape(-1).double().tolist()}
+
+
+def rnd(*shape):
+    return torch.randn(*shape)
+
+
+out = {}
+
+# ---- convolution ----
+conv_cases = [
+    dict(x=(2, 3, 7, 6), w=(4, 3, 3, 3), stride=1, padding=1, dilation=1, groups=1, bias=True),
+    dict(x=(1, 2, 8, 9), w=(3, 2, 3, 2), stride=[2, 3], padding=[1, 2], dilation=1, groups=1, bias=False),
+    dict(x=(2, 4, 9, 9), w=(6, 2, 3, 3), stride=1, padding=2, dilation=2, groups=2, bias=True),
+    dict(x=(1, 3, 6, 7), w=(2, 3, 4, 3), stride=1, padding="same", dilation=1, groups=1, bias=True),
+    dict(x=(1, 3, 8, 8), w=(2, 3, 2, 2), stride=2, padding=0, dilation=1, groups=1, bias=True),
+    dict(x=(2, 2, 7, 7), w=(2, 1, 1, 1), stride=3, padding=1, dilation=1, groups=2, bias=False),
+    dict(x=(1, 4, 10, 5), w=(4, 1, 3, 3), stride=[1, 2], padding="same", dilation=[2, 1], groups=4, bias=True),
+]
+out["conv2d"] = []
+for c in conv_cases:
+    if c["padding"] == "same" and c["stride"] != 1:
+        c["stride"] = 1
+    x, w = rnd(*c["x"]), rnd(*c["w"])
+    b = rnd(c["w"][0]) if c["bias"] else None
+    y = F.conv2d(x, w, b, stride=c["stride"], padding=c["padding"], dilation=c["dilation"], groups=c["groups"])
+    case = {k: v for k, v in c.items() if k not in ("x", "w")}
+    case.update(x=t(x), w=t(w), y=t(y))
+    if b is not None:
+        case["b"] = t(b)
+    out["conv2d"].append(case)
+
+out["conv1d"] = []
+for c in [dict(x=(2, 3, 11), w=(4, 3, 3), stride=2, padding=1, dilation=1, groups=1),
+          dict(x=(1, 4, 9), w=(2, 2, 2), stride=1, padding="same", dilation=3, groups=2)]:
+    x, w, b = rnd(*c["x"]), rnd(*c["w"]), rnd(c["w"][0])
+    y = F.conv1d(x, w, b, stride=c["stride"], padding=c["padding"], dilation=c["dilation"], groups=c["groups"])
+    case = {k: v for k, v in c.items() if k not in ("x", "w")}
+    case.update(x=t(x), w=t(w), b=t(b), y=t(y))
+    out["conv1d"].append(case)
+
+out["conv_transpose2d"] = []
+for c in [dict(x=(2, 3, 4, 5), w=(3, 2, 3, 3), stride=2, padding=1, output_padding=1, groups=1, dilation=1),
+          dict(x=(1, 4, 5, 4), w=(4, 3, 2, 3), stride=1, padding=0, output_padding=0, groups=2, dilation=2),
+          dict(x=(1, 2, 3, 3), w=(2, 2, 3, 2), stride=[3, 2], padding=[2, 0], output_padding=[1, 0], groups=1,
+               dilation=1)]:
+    x, w, b = rnd(*c["x"]), rnd(*c["w"]), rnd(c["w"][1] * c["groups"])
+    y = F.conv_transpose2d(x, w, b, stride=c["stride"], padding=c["padding"], output_padding=c["output_padding"],
+                           groups=c["groups"], dilation=c["dilation"])
+    case = {k: v for k, v in c.items() if k not in ("x", "w")}
+    case.update(x=t(x), w=t(w), b=t(b), y=t(y))
+    out["conv_transpose2d"].append(case)
+
+# ---- pooling ----
+out["max_pool2d"] = []
+for c in [dict(kernel=2, stride=None, padding=0, dilation=1, ceil_mode=False),
+          dict(kernel=3, stride=2, padding=1, dilation=1, ceil_mode=False),
+          dict(kernel=3, stride=2, padding=0, dilation=1, ceil_mode=True),
+          dict(kernel=2, stride=1, padding=0, dilation=2, ceil_mode=False),
+          dict(kernel=[3, 2], stride=[2, 1], padding=[1, 1], dilation=1, ceil_mode=True)]:
+    x = rnd(2, 3, 7, 8)
+    y = F.max_pool2d(x, c["kernel"], c["stride"], c["padding"], c["dilation"], c["ceil_mode"])
+    out["max_pool2d"].append(dict(c, x=t(x), y=t(y)))
+
+out["avg_pool2d"] = []
+for c in [dict(kernel=2, stride=None, padding=0, ceil_mode=False, count_include_pad=True),
+          dict(kernel=3, stride=2, padding=1, ceil_mode=False, count_include_pad=True),
+          dict(kernel=3, stride=2, padding=1, ceil_mode=False, count_include_pad=False),
+          dict(kernel=3, stride=2, padding=1, ceil_mode=True, count_include_pad=True),
+          dict(kernel=3, stride=2, padding=0, ceil_mode=True, count_include_pad=False),
+          dict(kernel=[2, 3], stride=[2, 2], padding=[1, 0], ceil_mode=True, count_include_pad=True)]:
+    x = rnd(2, 2, 7, 8)
+    y = F.avg_pool2d(x, c["kernel"], c["stride"], c["padding"], c["ceil_mode"], c["count_include_pad"])
+    out["avg_pool2d"].append(dict(c, x=t(x), y=t(y)))
+
+# ---- attention (torch 1.13 has no F.scaled_dot_product_attention: its formula) ----
+def sdpa(q, k, v, mask=None, causal=False):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(~torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(), float("-inf"))
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else s + mask
+    return torch.softmax(s, -1) @ v
+
+
+out["sdpa"] = []
+q, k, v = rnd(2, 3, 4, 8), rnd(2, 3, 5, 8), rnd(2, 3, 5, 6)
+out["sdpa"].append(dict(kind="plain", q=t(q), k=t(k), v=t(v), y=t(sdpa(q, k, v))))
+k2, v2 = rnd(2, 3, 4, 8), rnd(2, 3, 4, 6)
+out["sdpa"].append(dict(kind="causal", q=t(q), k=t(k2), v=t(v2), y=t(sdpa(q, k2, v2, causal=True))))
+bmask = torch.rand(4, 5) > 0.3
+bmask[:, 0] = True
+out["sdpa"].append(dict(kind="bool", q=t(q), k=t(k), v=t(v), mask=t(bmask.float()), y=t(sdpa(q, k, v, bmask))))
+fmask = rnd(4, 5)
+out["sdpa"].append(dict(kind="float", q=t(q), k=t(k), v=t(v), mask=t(fmask), y=t(sdpa(q, k, v, fmask))))
+
+# ---- layers ----
+layers = {}
+lin = torch.nn.Linear(5, 3)
+x = rnd(4, 5)
+layers["linear"] = dict(state={n: t(p) for n, p in lin.state_dict().items()}, x=t(x), y=t(lin(x)))
+
+conv = torch.nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2)
+x = rnd(2, 4, 6, 5)
+layers["conv2d"] = dict(state={n: t(p) for n, p in conv.state_dict().items()}, x=t(x), y=t(conv(x)))
+
+convt = torch.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1)
+x = rnd(1, 4, 3, 4)
+layers["conv_transpose2d"] = dict(state={n: t(p) for n, p in convt.state_dict().items()}, x=t(x), y=t(convt(x)))
+
+bn = torch.nn.BatchNorm2d(3, momentum=0.2)
+with torch.no_grad():
+    bn.weight.copy_(rnd(3))
+    bn.bias.copy_(rnd(3))
+state0 = {n: t(p) for n, p in bn.state_dict().items()}
+x1, x2, x3 = rnd(4, 3, 5, 5) * 2 + 1, rnd(4, 3, 5, 5), rnd(2, 3, 5, 5)
+y1, y2 = bn(x1), bn(x2)
+bn.eval()
+y3 = bn(x3)
+layers["batchnorm2d"] = dict(state=state0, x1=t(x1), x2=t(x2), x3=t(x3), y1=t(y1), y2=t(y2), y3=t(y3),
+                             running_mean=t(bn.running_mean), running_var=t(bn.running_var))
+bn1 = torch.nn.BatchNorm1d(4, momentum=None)
+x1, x2 = rnd(6, 4), rnd(5, 4, 3)
+y1, y2 = bn1(x1), bn1(x2)
+layers["batchnorm1d_cumulative"] = dict(x1=t(x1), x2=t(x2), y1=t(y1), y2=t(y2), running_mean=t(bn1.running_mean),
+                                        running_var=t(bn1.running_var))
+
+ln = torch.nn.LayerNorm([3, 4])
+with torch.no_grad():
+    ln.weight.copy_(rnd(3, 4))
+    ln.bias.copy_(rnd(3, 4))
+x = rnd(2, 5, 3, 4)
+layers["layernorm"] = dict(state={n: t(p) for n, p in ln.state_dict().items()}, x=t(x), y=t(ln(x)))
+
+gn = torch.nn.GroupNorm(2, 6)
+with torch.no_grad():
+    gn.weight.copy_(rnd(6))
+    gn.bias.copy_(rnd(6))
+x = rnd(2, 6, 3, 2)
+layers["groupnorm"] = dict(state={n: t(p) for n, p in gn.state_dict().items()}, x=t(x), y=t(gn(x)))
+
+w = rnd(4)
+x = rnd(3, 4)
+rms = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w  # torch 1.13 has no RMSNorm: its formula
+layers["rmsnorm"] = dict(state={"weight": t(w)}, eps=1e-6, x=t(x), y=t(rms))
+
+emb = torch.nn.Embedding(7, 3)
+idx = torch.tensor([[1, 0, 6], [3, 3, 2]])
+layers["embedding"] = dict(state={n: t(p) for n, p in emb.state_dict().items()}, x=t(idx), y=t(emb(idx)))
+out["layers"] = layers
+
+# ---- losses ----
+losses = {}
+logits, labels = rnd(5, 4), torch.tensor([0, 3, -100, 2, 1])
+losses["ce_ignore_smooth"] = dict(x=t(logits), target=t(labels), y=t(F.cross_entropy(logits, labels,
+                                  ignore_index=-100, label_smoothing=0.1)),
+                                  y_sum=t(F.cross_entropy(logits, labels, reduction="sum", label_smoothing=0.1)),
+                                  y_none=t(F.cross_entropy(logits, labels, reduction="none")))
+logits4, labels4 = rnd(2, 3, 2, 2), torch.tensor([[[0, 2], [1, 1]], [[2, 0], [0, 1]]])
+losses["ce_spatial"] = dict(x=t(logits4), target=t(labels4), y=t(F.cross_entropy(logits4, labels4)))
+probs = torch.softmax(rnd(3, 4), -1)
+logits3 = rnd(3, 4)
+losses["ce_probs"] = dict(x=t(logits3), target=t(probs), y=t(F.cross_entropy(logits3, probs, label_smoothing=0.2)))
+logp = torch.log_softmax(rnd(5, 4), -1)
+losses["nll"] = dict(x=t(logp), target=t(labels), y=t(F.nll_loss(logp, labels)))
+z, yb, pw = rnd(3, 4), torch.rand(3, 4), torch.rand(4) + 0.5
+losses["bce_logits"] = dict(x=t(z), target=t(yb), pos_weight=t(pw),
+                            y=t(F.binary_cross_entropy_with_logits(z, yb, pos_weight=pw)),
+                            y_plain=t(F.binary_cross_entropy_with_logits(z, yb, reduction="sum")))
+p = torch.sigmoid(z)
+losses["bce"] = dict(x=t(p), target=t(yb), y=t(F.binary_cross_entropy(p, yb)))
+a, b = rnd(3, 4), rnd(3, 4)
+losses["mse"] = dict(x=t(a), target=t(b), y=t(F.mse_loss(a, b)), y_l1=t(F.l1_loss(a, b)))
+out["losses"] = losses
+
+# ---- optimizers: fixed gradients per step, so only the update rule is compared ----
+def lamb_step(ps, grads, state, lr, b1, b2, eps, wd, step):
+    # LAMB (You et al.) with Adam's bias correction, as tinygrad and our LAMB compute it
+    new = []
+    for i, (p, g) in enumerate(zip(ps, grads)):
+        m, v = state.setdefault(i, (torch.zeros_like(p), torch.zeros_like(p)))
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        state[i] = (m, v)
+        up = (m / (1 - b1 ** step)) / ((v / (1 - b2 ** step)).sqrt() + eps) + wd * p
+        r1, r2 = p.norm(), up.norm()
+        r = (r1 / r2) if (r1 > 0 and r2 > 0) else 1.0
+        new.append(p - lr * r * up)
+    return new
+
+
+p0 = [rnd(3, 4), rnd(4)]
+steps = 4
+grads = [[rnd(3, 4), rnd(4)] for _ in range(steps)]
+opt_cases = {
+    "sgd": (torch.optim.SGD, dict(lr=0.1)),
+    "sgd_momentum_wd": (torch.optim.SGD, dict(lr=0.05, momentum=0.9, weight_decay=0.01)),
+    "sgd_nesterov": (torch.optim.SGD, dict(lr=0.05, momentum=0.8, nesterov=True)),
+    "adam": (torch.optim.Adam, dict(lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)),
+    "adamw": (torch.optim.AdamW, dict(lr=0.01, betas=(0.8, 0.999), eps=1e-8, weight_decay=0.05)),
+    "lamb": (None, dict(lr=0.01, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.02)),
+}
+optims = {}
+for name, (cls, kw) in opt_cases.items():
+    ps = [p.clone().requires_grad_(True) for p in p0]
+    traj = []
+    if cls is None:
+        state, cur = {}, [p.detach().clone() for p in p0]
+        for s in range(steps):
+            cur = lamb_step(cur, grads[s], state, kw["lr"], kw["betas"][0], kw["betas"][1], kw["eps"],
+                            kw["weight_decay"], s + 1)
+            traj.append([t(c) for c in cur])
+    else:
+        o = cls(ps, **kw)
+        for s in range(steps):
+            for p, g in zip(ps, grads[s]):
+                p.grad = g.clone()
+            o.step()
+            traj.append([t(p) for p in ps])
+    optims[name] = dict(kw, traj=traj)
+out["optim"] = dict(params=[t(p) for p in p0], grads=[[t(g) for g in gs] for gs in grads], cases=optims)
+
+# ---- learning-rate schedules ----
+def lrs(make, n):
+    o = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    s = make(o)
+    vals = [o.param_groups[0]["lr"]]
+    for _ in range(n):
+        o.step()
+        s.step()
+        vals.append(o.param_groups[0]["lr"])
+    return vals
+
+
+sch = torch.optim.lr_scheduler
+out["lr"] = {
+    "step": lrs(lambda o: sch.StepLR(o, step_size=3, gamma=0.5), 10),
+    "cosine": lrs(lambda o: sch.CosineAnnealingLR(o, T_max=6, eta_min=0.01), 12),
+    "onecycle": lrs(lambda o: sch.OneCycleLR(o, max_lr=0.5, total_steps=20, cycle_momentum=False), 19),
+    "onecycle_linear3": lrs(lambda o: sch.OneCycleLR(o, max_lr=1.0, total_steps=16, pct_start=0.25,
+                                                     anneal_strategy="linear", three_phase=True,
+                                                     cycle_momentum=False), 15),
+}
+
+# ---- gradients: loss = sum(op(...) * G) with a fixed random G ----
+def grads_of(fn, *inputs):
+    xs = [i.clone().requires_grad_(True) for i in inputs]
+    y = fn(*xs)
+    g = rnd(*y.shape)
+    (y * g).sum().backward()
+    return dict(inputs=[t(i) for i in inputs], g=t(g), grads=[t(x.grad) for x in xs])
+
+
+grad = {}
+grad["conv2d"] = grads_of(lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1, dilation=1, groups=2),
+                          rnd(2, 4, 7, 6), rnd(6, 2, 3, 3), rnd(6))
+grad["conv2d_dilated"] = grads_of(lambda x, w: F.conv2d(x, w, None, stride=1, padding=2, dilation=2),
+                                  rnd(1, 2, 6, 6), rnd(3, 2, 3, 3))
+grad["conv_transpose2d"] = grads_of(lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
+                                    rnd(1, 3, 3, 4), rnd(3, 2, 3, 3), rnd(2))
+grad["max_pool2d"] = grads_of(lambda x: F.max_pool2d(x, 3, 2, 1), rnd(2, 2, 7, 6))
+grad["avg_pool2d"] = grads_of(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                              rnd(2, 2, 7, 6))
+grad["batchnorm2d"] = grads_of(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True, eps=1e-5),
+                               rnd(4, 3, 3, 2), rnd(3), rnd(3))
+grad["sdpa"] = grads_of(lambda q, k, v: sdpa(q, k, v, causal=True), rnd(1, 2, 4, 8), rnd(1, 2, 4, 8), rnd(1, 2, 4, 6))
+out["grad"] = grad
+
+# ---- training: Linear-ReLU-Linear on a fixed batch, cross-entropy, a few real optimizer steps ----
+torch.manual_seed(1)
+net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+state0 = {n: p.detach().clone() for n, p in net.state_dict().items()}
+xb, yb = rnd(6, 4), torch.tensor([0, 2, 1, 1, 0, 2])
+train = dict(state={n: t(p) for n, p in state0.items()}, x=t(xb), y=t(yb), cases={})
+train_cases = {
+    "sgd_nesterov": (torch.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    "adam": (torch.optim.Adam, dict(lr=0.01)),
+    "adamw": (torch.optim.AdamW, dict(lr=0.01, weight_decay=0.1)),
+    "lamb": (None, dict(lr=0.01, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01)),
+}
+for name, (cls, kw) in train_cases.items():
+    net.load_state_dict(state0)
+    ps = list(net.parameters())
+    o = cls(ps, **kw) if cls else None
+    lstate, losses_seen = {}, []
+    for s in range(3):
+        net.zero_grad()
+        loss = F.cross_entropy(net(xb), yb)
+        loss.backward()
+        losses_seen.append(loss.item())
+        if o:
+            o.step()
+        else:
+            new = lamb_step([p.detach() for p in ps], [p.grad for p in ps], lstate, kw["lr"], kw["betas"][0],
+                            kw["betas"][1], kw["eps"], kw["weight_decay"], s + 1)
+            with torch.no_grad():
+                for p, n in zip(ps, new):
+                    p.copy_(n)
+    train["cases"][name] = dict(losses=losses_seen, final={n: t(p) for n, p in net.state_dict().items()})
+out["train"] = train
+
+# a small CNN with BatchNorm: conv, running statistics and pooling gradients inside real SGD steps
+torch.manual_seed(2)
+cnn = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3, padding=1), torch.nn.BatchNorm2d(2), torch.nn.ReLU(),
+                          torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8, 3))
+cnn_state = {n: t(p) for n, p in cnn.state_dict().items()}
+xc, yc = rnd(4, 1, 4, 4), torch.tensor([2, 0, 1, 2])
+o = torch.optim.SGD(cnn.parameters(), lr=0.1, momentum=0.9)
+cnn_losses = []
+for _ in range(3):
+    o.zero_grad()
+    loss = F.cross_entropy(cnn(xc), yc)
+    loss.backward()
+    cnn_losses.append(loss.item())
+    o.step()
+out["cnn"] = dict(state=cnn_state, x=t(xc), y=t(yc), losses=cnn_losses,
+                  final={n: t(p) for n, p in cnn.state_dict().items()})
+
+with open(sys.argv[1], "w") as f:
+    json.dump(out, f)

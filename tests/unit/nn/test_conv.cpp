@@ -1,0 +1,184 @@
+#define BOOST_TEST_MODULE nn_conv
+// Convolution, pooling, attention and dropout against PyTorch.
+#include "reference.hpp"
+
+using namespace tg;
+using tg::test::expect_error;
+using tg::test::expect_matches;
+using tg::test::json;
+using tg::test::reference;
+using tg::test::tensor_of;
+
+namespace {
+
+Sizes sizes_of(const json& j) {
+  if (j.is_null()) return {};
+  if (j.is_number()) return j.get<int64_t>();
+  return j.get<std::vector<int64_t>>();
+}
+
+Padding padding_of(const json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number()) return j.get<int64_t>();
+  std::vector<int64_t> v = j.get<std::vector<int64_t>>();
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t p : v) pairs.emplace_back(p, p);
+  return pairs;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(conv2d_matches_torch) {
+  for (const json& c : reference()["conv2d"]) {
+    BOOST_TEST_CONTEXT("conv2d case " << c.dump().substr(0, 120)) {
+      Tensor b = c.contains("b") ? tensor_of(c["b"]) : Tensor();
+      Tensor y =
+          tensor_of(c["x"]).conv2d(tensor_of(c["w"]), b, sizes_of(c["stride"]), padding_of(c["padding"]),
+                                   sizes_of(c["dilation"]), c["groups"].get<int64_t>());
+      expect_matches(y, c["y"]);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv1d_matches_torch) {
+  for (const json& c : reference()["conv1d"]) {
+    Tensor y = tensor_of(c["x"]).conv1d(tensor_of(c["w"]), tensor_of(c["b"]), sizes_of(c["stride"]),
+                                        padding_of(c["padding"]), sizes_of(c["dilation"]),
+                                        c["groups"].get<int64_t>());
+    expect_matches(y, c["y"]);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv_transpose2d_matches_torch) {
+  for (const json& c : reference()["conv_transpose2d"]) {
+    Tensor y = tensor_of(c["x"]).conv_transpose2d(tensor_of(c["w"]), tensor_of(c["b"]), sizes_of(c["stride"]),
+                                                  sizes_of(c["padding"]), sizes_of(c["output_padding"]),
+                                                  c["groups"].get<int64_t>(), sizes_of(c["dilation"]));
+    expect_matches(y, c["y"]);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(pools_match_torch) {
+  for (const json& c : reference()["max_pool2d"]) {
+    BOOST_TEST_CONTEXT("max_pool2d " << c["kernel"] << " " << c["stride"] << " " << c["padding"]) {
+      Tensor y =
+          tensor_of(c["x"]).max_pool2d(sizes_of(c["kernel"]), sizes_of(c["stride"]), padding_of(c["padding"]),
+                                       sizes_of(c["dilation"]), c["ceil_mode"].get<bool>());
+      expect_matches(y, c["y"]);
+    }
+  }
+  for (const json& c : reference()["avg_pool2d"]) {
+    BOOST_TEST_CONTEXT("avg_pool2d " << c["kernel"] << " " << c["stride"] << " " << c["padding"]) {
+      Tensor y =
+          tensor_of(c["x"]).avg_pool2d(sizes_of(c["kernel"]), sizes_of(c["stride"]), padding_of(c["padding"]),
+                                       c["ceil_mode"].get<bool>(), c["count_include_pad"].get<bool>());
+      expect_matches(y, c["y"]);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(pools_by_hand) {
+  // 1-d: [1, 5, 2, 4, 3] -> max over windows of 2 with stride 2 and ceil mode: [5, 4, 3]
+  Tensor x = Tensor({1.0f, 5.0f, 2.0f, 4.0f, 3.0f}, {1, 1, 5});
+  BOOST_TEST(x.max_pool1d(2, {}, 0, 1, true).to_vector<float>() == (std::vector<float>{5, 4, 3}),
+             boost::test_tools::per_element());
+  BOOST_TEST(x.avg_pool1d(2).to_vector<float>() == (std::vector<float>{3, 3}),
+             boost::test_tools::per_element());
+  // integer max pool pads with the dtype's minimum, not with zero
+  Tensor xi = Tensor({-3, -1, -2, -5}, {1, 1, 4});
+  BOOST_TEST(xi.max_pool1d(3, 1, 1).to_vector<int>() == (std::vector<int>{-1, -1, -1, -2}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(sdpa_matches_torch) {
+  for (const json& c : reference()["sdpa"]) {
+    std::string kind = c["kind"];
+    BOOST_TEST_CONTEXT("sdpa " << kind) {
+      Tensor mask;
+      if (kind == "bool") mask = tensor_of(c["mask"]).cast(dtypes::bool_);
+      if (kind == "float") mask = tensor_of(c["mask"]);
+      Tensor y = tensor_of(c["q"]).scaled_dot_product_attention(tensor_of(c["k"]), tensor_of(c["v"]), mask,
+                                                                kind == "causal");
+      expect_matches(y, c["y"]);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(dropout_keeps_or_zeroes_and_scales) {
+  Tensor::manual_seed(7);
+  Tensor x = Tensor::ones({64, 64});
+  std::vector<float> y = x.dropout(0.25).to_vector<float>();
+  size_t zeros = 0;
+  for (float v : y) {
+    BOOST_CHECK(v == 0.0f || std::abs(v - 1.0f / 0.75f) < 1e-6f);
+    zeros += v == 0.0f;
+  }
+  // 4096 draws with p = 0.25: 1024 expected, 6 standard deviations is about +-166
+  BOOST_TEST(zeros > 858u);
+  BOOST_TEST(zeros < 1190u);
+  BOOST_TEST(x.dropout(0.5, false).uop() == x.uop());  // eval: the identity
+  BOOST_TEST(x.dropout(1.0).sum().item<float>() == 0.0f);
+  expect_error<ValueError>([&] { x.dropout(1.5); }, "[dropout] p must be in [0, 1], got 1.5");
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_helper_by_hand) {
+  // channel 0: (x - 1) * 2 * 0.5 + 10, channel 1: (x - 0) * 1 * 1 + 0
+  Tensor x = Tensor({1.0f, 3.0f, 2.0f, 4.0f}, {2, 2});
+  Tensor y =
+      x.batchnorm(Tensor({2.0f, 1.0f}), Tensor({10.0f, 0.0f}), Tensor({1.0f, 0.0f}), Tensor({0.5f, 1.0f}));
+  BOOST_TEST(y.to_vector<float>() == (std::vector<float>{10, 3, 11, 4}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(argument_forms_agree) {
+  Tensor x = Tensor::randn({1, 2, 5, 6}).realize(), w = Tensor::randn({3, 2, 3, 2}).realize();
+  std::vector<float> pairs =
+      x.conv2d(w, Tensor(), {2, 1}, std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 2}})
+          .to_vector<float>();
+  BOOST_TEST(x.conv2d(w, Tensor(), {2, 1}, {1, 2}).to_vector<float>() == pairs,
+             boost::test_tools::per_element());
+  BOOST_TEST(x.conv2d(w, Tensor(), 1, "valid").to_vector<float>() == x.conv2d(w).to_vector<float>(),
+             boost::test_tools::per_element());
+  // no batch axis: the same as with a batch of one
+  BOOST_TEST(
+      x[0].conv2d(w, Tensor(), 1, 1).to_vector<float>() == x.conv2d(w, Tensor(), 1, 1).to_vector<float>(),
+      boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(windows_are_one_view_fused_into_one_kernel) {
+  Tensor x = Tensor::randn({2, 3, 8, 8}).realize(), w = Tensor::randn({4, 3, 3, 3}).realize();
+  Tensor b = Tensor::randn({4}).realize();
+  BOOST_TEST(x.conv2d(w, b, 1, 1).relu().schedule().size() == 1u);
+  BOOST_TEST(x.conv2d(w, b, 2, 2, 2).schedule().size() == 1u);
+  BOOST_TEST(x.max_pool2d(3, 2, 1).schedule().size() == 1u);
+  BOOST_TEST(x.avg_pool2d(3, 2, 1, true, false).schedule().size() == 1u);
+  BOOST_TEST(x.conv_transpose2d(Tensor::randn({3, 2, 3, 3}).realize(), Tensor(), 2, 1, 1).schedule().size() ==
+             1u);
+}
+
+BOOST_AUTO_TEST_CASE(conv_errors_name_the_op) {
+  Tensor x = Tensor::ones({1, 3, 5, 5}), w = Tensor::ones({4, 2, 3, 3});
+  expect_error<ShapeError>([&] { x.conv2d(w); },
+                           "[conv2d] input (1,3,5,5) with 1 groups does not fit weight (4,2,3,3)");
+  expect_error<ShapeError>(
+      [&] {
+        x.conv2d(Tensor::ones({4, 3, 7, 7}));
+      },
+      "[conv2d] kernel 7 with dilation 1 does not fit the padded input (1,3,5,5)");
+  expect_error<ValueError>(
+      [&] {
+        x.conv2d(Tensor::ones({4, 3, 3, 3}), Tensor(), 2, "same");
+      },
+      "[conv2d] padding=\"same\" needs stride 1");
+  expect_error<ValueError>(
+      [&] {
+        x.conv2d(Tensor::ones({4, 3, 3, 3}), Tensor(), {1, 1, 1});
+      },
+      "[conv2d] stride needs 1 or 2 values, got 3");
+  expect_error<ValueError>([&] { x.max_pool2d(2, 2, 2); },
+                           "[max_pool2d] padding (2,2) must be between 0 and half the kernel size 2");
+  expect_error<ValueError>(
+      [&] {
+        x.conv_transpose2d(Tensor::ones({3, 2, 3, 3}), Tensor(), 1, 0, 1);
+      },
+      "[conv_transpose2d] output_padding 1 must be smaller than stride 1 or dilation 1");
+}

@@ -1,0 +1,232 @@
+// idx files (plain and gzip) with hand-derived values and errors, the real Fashion-MNIST files, and
+// BatchSampler's batches.
+#define BOOST_TEST_MODULE nn_datasets
+#include <unistd.h>
+#include <zlib.h>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "nn/datasets.hpp"
+#include "tensor/tensor.hpp"
+
+using namespace tg;
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+namespace {
+
+fs::path scratch_dir() {
+  return fs::temp_directory_path() / ("tg_test_datasets_" + std::to_string(::getpid()));
+}
+
+fs::path scratch(const std::string& name) {
+  fs::create_directories(scratch_dir());
+  return scratch_dir() / name;
+}
+
+struct RemoveScratch {  // also after a failed check
+  ~RemoveScratch() {
+    std::error_code ec;
+    fs::remove_all(scratch_dir(), ec);
+  }
+};
+
+fs::path write_plain(const std::string& name, const Bytes& b) {
+  fs::path p = scratch(name);
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  return p;
+}
+
+fs::path write_gz(const std::string& name, const Bytes& b) {
+  fs::path p = scratch(name);
+  gzFile f = gzopen(p.c_str(), "wb");
+  BOOST_REQUIRE(f);
+  BOOST_REQUIRE_EQUAL(gzwrite(f, b.data(), static_cast<unsigned>(b.size())), static_cast<int>(b.size()));
+  gzclose(f);
+  return p;
+}
+
+Bytes cat(Bytes a, const Bytes& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+template <typename F>
+void expect_error_message(F&& f, const std::string& message) {
+  try {
+    f();
+    BOOST_ERROR("expected an error: " << message);
+  } catch (const Error& e) {
+    BOOST_CHECK_EQUAL(std::string(e.what()), message);
+  }
+}
+
+// uint8 (2,3) = 1..6: magic 00 00 08 02, dims 2 and 3 big-endian
+const Bytes u8_file = {0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3, 4, 5, 6};
+
+}  // namespace
+
+BOOST_TEST_GLOBAL_FIXTURE(RemoveScratch);
+
+BOOST_AUTO_TEST_CASE(idx_types_plain_and_gzip) {
+  for (bool gz : {false, true}) {
+    auto write = [&](const std::string& name, const Bytes& b) {
+      return gz ? write_gz(name + ".gz", b) : write_plain(name, b);
+    };
+    Tensor u8 = nn::read_idx(write("u8", u8_file));
+    BOOST_TEST(u8.dtype() == dtypes::uint8);
+    BOOST_TEST((u8.shape() == Shape{2, 3}));
+    BOOST_TEST(u8.to_vector<int>() == std::vector<int>({1, 2, 3, 4, 5, 6}), boost::test_tools::per_element());
+    // int16 (3,): ff fe = -2, 01 02 = 258, 00 01 = 1
+    Tensor i16 = nn::read_idx(write("i16", {0, 0, 0x0B, 1, 0, 0, 0, 3, 0xff, 0xfe, 1, 2, 0, 1}));
+    BOOST_TEST(i16.dtype() == dtypes::int16);
+    BOOST_TEST(i16.to_vector<int>() == std::vector<int>({-2, 258, 1}), boost::test_tools::per_element());
+    // int32 (1,2): 01020304 = 16909060, ffffffff = -1
+    Tensor i32 = nn::read_idx(
+        write("i32", {0, 0, 0x0C, 2, 0, 0, 0, 1, 0, 0, 0, 2, 1, 2, 3, 4, 0xff, 0xff, 0xff, 0xff}));
+    BOOST_TEST((i32.shape() == Shape{1, 2}));
+    BOOST_TEST(i32.to_vector<int>() == std::vector<int>({16909060, -1}), boost::test_tools::per_element());
+    // float32: 3fc00000 = 1.5, c0000000 = -2; float64: 3fb999999999999a = 0.1; int8: ff = -1, 80 = -128
+    Tensor f32 = nn::read_idx(write("f32", {0, 0, 0x0D, 1, 0, 0, 0, 2, 0x3f, 0xc0, 0, 0, 0xc0, 0, 0, 0}));
+    BOOST_TEST(f32.to_vector<float>() == std::vector<float>({1.5f, -2.0f}), boost::test_tools::per_element());
+    Tensor f64 = nn::read_idx(
+        write("f64", {0, 0, 0x0E, 1, 0, 0, 0, 1, 0x3f, 0xb9, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9a}));
+    BOOST_TEST(f64.dtype() == dtypes::float64);
+    BOOST_TEST(f64.item<double>() == 0.1);
+    Tensor i8 = nn::read_idx(write("i8", {0, 0, 0x09, 1, 0, 0, 0, 2, 0xff, 0x80}));
+    BOOST_TEST(i8.to_vector<int>() == std::vector<int>({-1, -128}), boost::test_tools::per_element());
+  }
+  fs::remove_all(scratch("x").parent_path());
+}
+
+BOOST_AUTO_TEST_CASE(idx_errors) {
+  auto fails = [](const fs::path& p, const std::string& what) {
+    expect_error_message([&] { nn::read_idx(p); }, "[read_idx] '" + p.string() + "': " + what);
+  };
+  fails(write_plain("magic", {1, 2, 8, 1, 0, 0, 0, 0}), "bad magic 01020801, not an idx file");
+  fails(write_plain("type", {0, 0, 0x0A, 1, 0, 0, 0, 0}), "bad magic 00000a01, not an idx file");
+  fails(write_plain("short", {0, 0}), "too short for an idx header");
+  fails(write_plain("nodims", {0, 0, 8, 0}), "has 0 dimensions");
+  fails(write_plain("dims", {0, 0, 8, 3, 0, 0, 0, 2, 0, 0}), "truncated header: 3 dimensions need 12 bytes");
+  fails(write_plain("huge", {0, 0, 8, 3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 1, 0}),
+        "dimensions describe more than 2^40 elements");
+  Bytes cut(u8_file.begin(), u8_file.end() - 2);
+  fails(write_plain("cut", cut), "truncated: the header says 6 bytes of data, the file has 4");
+  fails(write_plain("long", cat(u8_file, {9})), "has data after the 6 bytes its header describes");
+  fails(write_gz("cut.gz", cut), "truncated: the header says 6 bytes of data, the file has 4");
+  // a gzip file cut in the middle of its stream, and one whose deflate data is garbage
+  Bytes big = {0, 0, 8, 1, 0, 0, 0x10, 0};
+  for (int i = 0; i < 4096; i++) big.push_back(static_cast<uint8_t>(i * 7919 % 251));
+  fs::path whole = write_gz("whole.gz", big);
+  std::ifstream in(whole, std::ios::binary);
+  Bytes gz((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_REQUIRE(gz.size() > 100);
+  fs::path half = write_plain("half.gz", Bytes(gz.begin(), gz.begin() + static_cast<int64_t>(gz.size() / 2)));
+  try {
+    nn::read_idx(half);
+    BOOST_ERROR("expected an error");
+  } catch (const FormatError& e) {
+    std::string m = e.what(),
+                start = "[read_idx] '" + half.string() + "': truncated: the header says 4096 bytes of data";
+    BOOST_TEST(m.starts_with(start));
+    BOOST_TEST(m.ends_with("(the gzip stream ends early)"));
+  }
+  Bytes garbage(gz.begin(), gz.begin() + 10);  // a valid gzip header, then bytes that are not deflate data
+  for (int i = 0; i < 64; i++) garbage.push_back(0xff);
+  fails(write_plain("garbage.gz", garbage), "gzip data is corrupt: invalid block type");
+  expect_error_message([] { nn::read_idx("/nonexistent/file.idx"); },
+                       "[read_idx] cannot open '/nonexistent/file.idx': No such file or directory");
+  fs::remove_all(scratch("x").parent_path());
+}
+
+BOOST_AUTO_TEST_CASE(fashion_mnist_files) {
+  // The real data set from its Debian package (reference values read with Python's gzip and NumPy).
+  fs::path dir = env::get("TG_FASHION_MNIST");
+  BOOST_REQUIRE_MESSAGE(fs::exists(dir / "t10k-labels-idx1-ubyte.gz"),
+                        "Fashion-MNIST is missing: apt-get install dataset-fashion-mnist");
+  Tensor labels = nn::read_idx(dir / "t10k-labels-idx1-ubyte.gz");
+  BOOST_TEST((labels.shape() == Shape{10000}));
+  std::vector<int> l = labels.to_vector<int>();
+  BOOST_TEST(std::vector<int>(l.begin(), l.begin() + 10) == std::vector<int>({9, 2, 1, 1, 6, 1, 4, 6, 5, 7}),
+             boost::test_tools::per_element());
+
+  nn::FashionMnist ds = nn::fashion_mnist();
+  BOOST_TEST((ds.X_train.shape() == Shape{60000, 1, 28, 28}));
+  BOOST_TEST((ds.Y_train.shape() == Shape{60000}));
+  BOOST_TEST((ds.X_test.shape() == Shape{10000, 1, 28, 28}));
+  BOOST_TEST((ds.Y_test.shape() == Shape{10000}));
+  BOOST_TEST(ds.X_test.dtype() == dtypes::uint8);
+  BOOST_TEST(ds.Y_test[0].item<int>() == 9);
+  std::vector<int> row = ds.X_test[{0, 0, 20, Slice{10, 20}}].to_vector<int>();
+  BOOST_TEST(row == std::vector<int>({126, 127, 146, 185, 195, 209, 208, 255, 209, 177}),
+             boost::test_tools::per_element());
+  std::vector<uint8_t> first = ds.X_test[0].to_vector<uint8_t>();
+  BOOST_TEST(std::accumulate(first.begin(), first.end(), 0) == 33456);
+  std::vector<int> y = ds.Y_train.to_vector<int>();
+  BOOST_TEST(std::vector<int>(y.begin(), y.begin() + 10) == std::vector<int>({9, 0, 0, 3, 0, 2, 7, 2, 5, 5}),
+             boost::test_tools::per_element());
+  for (int c = 0; c < 10; c++) BOOST_TEST(std::count(y.begin(), y.end(), c) == 6000);
+
+  expect_error_message(
+      [] { nn::fashion_mnist(fs::path("/nonexistent/fashion")); },
+      "[fashion_mnist] '/nonexistent/fashion' has no train-images-idx3-ubyte[.gz]; install the data "
+      "set with `apt-get install dataset-fashion-mnist` or set TG_FASHION_MNIST to the folder that "
+      "holds it");
+}
+
+BOOST_AUTO_TEST_CASE(batch_sampler_in_order) {
+  nn::BatchSampler s(10, 4, /*shuffle=*/false);
+  BOOST_TEST(s.size() == 3);
+  std::vector<std::vector<int64_t>> got(s.begin(), s.end());
+  BOOST_TEST(got.size() == 3u);
+  BOOST_TEST(got[0] == std::vector<int64_t>({0, 1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(got[2] == std::vector<int64_t>({8, 9}), boost::test_tools::per_element());
+  nn::BatchSampler d(10, 4, false, 0, /*drop_last=*/true);
+  BOOST_TEST(d.size() == 2);
+  BOOST_TEST(d.batch(1) == std::vector<int64_t>({4, 5, 6, 7}), boost::test_tools::per_element());
+  BOOST_TEST(nn::BatchSampler(3, 4, false, 0, true).size() == 0);
+  expect_error_message([&] { d.batch(2); }, "[BatchSampler] batch 2 is out of range for 2 batches");
+  expect_error_message([] { nn::BatchSampler(10, 0); }, "[BatchSampler] needs batch_size > 0, got 0");
+}
+
+BOOST_AUTO_TEST_CASE(batch_sampler_shuffles) {
+  nn::BatchSampler a(100, 32, true, 1234), b(100, 32, true, 1234), c(100, 32, true, 99);
+  BOOST_TEST(a.order() == b.order(), boost::test_tools::per_element());  // same seed, same order
+  BOOST_TEST(a.order() != c.order());
+  std::vector<int64_t> sorted = a.order();
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> iota(100);
+  std::iota(iota.begin(), iota.end(), 0);
+  BOOST_TEST(sorted == iota, boost::test_tools::per_element());  // a permutation
+  BOOST_TEST(a.order() != iota);
+  std::vector<int64_t> epoch0 = a.order();
+  a.set_epoch(1);
+  BOOST_TEST(a.order() != epoch0);
+  a.set_epoch(0);
+  BOOST_TEST(a.order() == epoch0, boost::test_tools::per_element());
+  // every index exactly once over the epoch's batches; the last one is short
+  std::set<int64_t> seen;
+  for (const std::vector<int64_t>& batch : a) seen.insert(batch.begin(), batch.end());
+  BOOST_TEST(seen.size() == 100u);
+  BOOST_TEST(a.batch(3).size() == 4u);
+  // index tensors select rows: X[i] = 10 * i
+  std::vector<float> xs(100);
+  for (int i = 0; i < 100; i++) xs[i] = 10.0f * i;
+  Tensor X = Tensor(xs).reshape({100, 1});
+  Tensor idx = a.indices(1);
+  BOOST_TEST(idx.dtype() == dtypes::int32);
+  std::vector<float> got = X[idx].reshape({-1}).to_vector<float>();
+  std::vector<int64_t> want = a.batch(1);
+  BOOST_REQUIRE_EQUAL(got.size(), 32u);
+  for (size_t i = 0; i < got.size(); i++) BOOST_TEST(got[i] == 10.0f * static_cast<float>(want[i]));
+}

@@ -1,0 +1,180 @@
+#define BOOST_TEST_MODULE nn_layers
+// Modules, layers, state dicts and losses against PyTorch.
+#include <cmath>
+
+#include "nn/layers.hpp"
+#include "nn/losses.hpp"
+#include "reference.hpp"
+
+using namespace tg;
+using tg::test::expect_error;
+using tg::test::expect_matches;
+using tg::test::json;
+using tg::test::reference;
+using tg::test::tensor_of;
+
+namespace {
+
+const json& layer(const char* name) { return reference()["layers"][name]; }
+
+std::map<std::string, Tensor> state_of(const json& s) {
+  std::map<std::string, Tensor> out;
+  for (auto& [k, v] : s.items())
+    out[k] = tensor_of(v, k == "num_batches_tracked" ? dtypes::int64 : dtypes::float32);
+  return out;
+}
+
+std::vector<std::string> names(const nn::NamedTensors& v) {
+  std::vector<std::string> out;
+  for (auto& [n, t] : v) out.push_back(n);
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(module_names_follow_pytorch) {
+  auto conv = std::make_shared<nn::Conv2d>(3, 4, 3);
+  auto bn = std::make_shared<nn::BatchNorm2d>(4);
+  nn::Sequential seq{conv, bn, std::make_shared<nn::ReLU>(), std::make_shared<nn::Flatten>(),
+                     std::make_shared<nn::Linear>(4 * 4 * 4, 2, false)};
+  BOOST_TEST(names(seq.named_parameters()) ==
+                 (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "4.weight"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(names(seq.named_buffers()) ==
+                 (std::vector<std::string>{"1.running_mean", "1.running_var", "1.num_batches_tracked"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(seq.parameters().size() == 5u);
+  BOOST_TEST(seq.parameters()[0].requires_grad());
+  BOOST_TEST(nn::state_dict(seq).size() == 8u);
+  BOOST_TEST(seq(Tensor::ones({2, 3, 6, 6})).shape() == (Shape{2, 2}));
+  seq.eval();
+  BOOST_TEST(!bn->is_training());
+  seq.train();
+  BOOST_TEST(bn->is_training());
+  // default init: uniform within +-1/sqrt(fan_in) (fan_in = 3*3*3)
+  double bound = 1 / std::sqrt(27.0);
+  for (float v : conv->weight.to_vector<float>()) BOOST_CHECK(std::abs(v) <= bound);
+  for (float v : conv->bias.to_vector<float>()) BOOST_CHECK(std::abs(v) <= bound);
+}
+
+BOOST_AUTO_TEST_CASE(load_state_dict_checks_everything_first) {
+  nn::Linear lin(5, 3);
+  std::vector<float> before = lin.weight.to_vector<float>();
+  auto good = state_of(layer("linear")["state"]);
+  auto extra = good;
+  extra["other"] = Tensor::ones({1});
+  expect_error<ValueError>([&] { nn::load_state_dict(lin, extra); },
+                           "[load_state_dict] unexpected keys: other");
+  auto missing = good;
+  missing.erase("bias");
+  expect_error<ValueError>([&] { nn::load_state_dict(lin, missing); },
+                           "[load_state_dict] missing keys: bias");
+  auto wrong = good;
+  wrong["bias"] = Tensor::ones({4});
+  expect_error<ShapeError>([&] { nn::load_state_dict(lin, wrong); },
+                           "[load_state_dict] \"bias\" has shape (4,) but the module expects (3,)");
+  wrong["bias"] = Tensor::ones({3}, dtypes::float16);
+  expect_error<DTypeError>([&] { nn::load_state_dict(lin, wrong); },
+                           "[load_state_dict] \"bias\" is half but the module expects float");
+  BOOST_TEST(lin.weight.to_vector<float>() == before, boost::test_tools::per_element());  // nothing changed
+  nn::load_state_dict(lin, missing, false);  // not strict: loads what is there
+  BOOST_TEST(lin.weight.to_vector<float>() == good["weight"].to_vector<float>(),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(linear_conv_and_transpose_match_torch) {
+  nn::Linear lin(5, 3);
+  nn::load_state_dict(lin, state_of(layer("linear")["state"]));
+  expect_matches(lin(tensor_of(layer("linear")["x"])), layer("linear")["y"]);
+  nn::Conv2d conv(4, 6, 3, 2, 1, 1, 2);
+  nn::load_state_dict(conv, state_of(layer("conv2d")["state"]));
+  expect_matches(conv(tensor_of(layer("conv2d")["x"])), layer("conv2d")["y"]);
+  nn::ConvTranspose2d convt(4, 2, 3, 2, 1, 1);
+  nn::load_state_dict(convt, state_of(layer("conv_transpose2d")["state"]));
+  expect_matches(convt(tensor_of(layer("conv_transpose2d")["x"])), layer("conv_transpose2d")["y"]);
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_train_and_eval_match_torch) {
+  const json& r = layer("batchnorm2d");
+  nn::BatchNorm2d bn(3, 1e-5, 0.2);
+  nn::load_state_dict(bn, state_of(r["state"]));
+  expect_matches(bn(tensor_of(r["x1"])), r["y1"]);
+  expect_matches(bn(tensor_of(r["x2"])), r["y2"]);
+  expect_matches(bn.running_mean, r["running_mean"]);
+  expect_matches(bn.running_var, r["running_var"]);
+  BOOST_TEST(bn.num_batches_tracked.item<int64_t>() == 2);
+  bn.eval();
+  expect_matches(bn(tensor_of(r["x3"])), r["y3"]);
+  const json& c = layer("batchnorm1d_cumulative");
+  nn::BatchNorm1d bn1(4, 1e-5, std::nullopt);
+  expect_matches(bn1(tensor_of(c["x1"])), c["y1"]);
+  expect_matches(bn1(tensor_of(c["x2"])), c["y2"]);
+  expect_matches(bn1.running_mean, c["running_mean"]);
+  expect_matches(bn1.running_var, c["running_var"]);
+  expect_error<ShapeError>(
+      [&] {
+        bn1(Tensor::ones({2, 4, 3, 3}));
+      },
+      "[BatchNorm1d] expects (N, C) or (N, C, L), got (2,4,3,3)");
+}
+
+BOOST_AUTO_TEST_CASE(norms_and_embedding_match_torch) {
+  nn::LayerNorm ln({3, 4});
+  nn::load_state_dict(ln, state_of(layer("layernorm")["state"]));
+  expect_matches(ln(tensor_of(layer("layernorm")["x"])), layer("layernorm")["y"]);
+  nn::GroupNorm gn(2, 6);
+  nn::load_state_dict(gn, state_of(layer("groupnorm")["state"]));
+  expect_matches(gn(tensor_of(layer("groupnorm")["x"])), layer("groupnorm")["y"]);
+  nn::RMSNorm rms({4}, layer("rmsnorm")["eps"].get<double>());
+  nn::load_state_dict(rms, state_of(layer("rmsnorm")["state"]));
+  expect_matches(rms(tensor_of(layer("rmsnorm")["x"])), layer("rmsnorm")["y"]);
+  nn::Embedding emb(7, 3);
+  nn::load_state_dict(emb, state_of(layer("embedding")["state"]));
+  expect_matches(emb(tensor_of(layer("embedding")["x"], dtypes::int32)), layer("embedding")["y"]);
+}
+
+BOOST_AUTO_TEST_CASE(dropout_module_follows_mode) {
+  nn::Dropout d(0.5);
+  Tensor x = Tensor::ones({8, 8});
+  d.eval();
+  BOOST_TEST(d(x).sum().item<float>() == 64.0f);
+  d.train();
+  std::vector<float> y = d(x).to_vector<float>();
+  for (float v : y) BOOST_CHECK(v == 0.0f || v == 2.0f);
+}
+
+BOOST_AUTO_TEST_CASE(losses_match_torch) {
+  const json& L = reference()["losses"];
+  const json& ce = L["ce_ignore_smooth"];
+  Tensor logits = tensor_of(ce["x"]), labels = tensor_of(ce["target"], dtypes::int32);
+  expect_matches(nn::cross_entropy(logits, labels, Reduction::MEAN, 0.1), ce["y"]);
+  expect_matches(nn::cross_entropy(logits, labels, Reduction::SUM, 0.1), ce["y_sum"]);
+  // the ignored entry gives 0 with reduction none, as in PyTorch
+  expect_matches(nn::cross_entropy(logits, labels, Reduction::NONE), ce["y_none"]);
+  expect_matches(
+      nn::cross_entropy(tensor_of(L["ce_spatial"]["x"]), tensor_of(L["ce_spatial"]["target"], dtypes::int32)),
+      L["ce_spatial"]["y"]);
+  expect_matches(nn::cross_entropy(tensor_of(L["ce_probs"]["x"]), tensor_of(L["ce_probs"]["target"]),
+                                   Reduction::MEAN, 0.2),
+                 L["ce_probs"]["y"]);
+  expect_matches(nn::nll_loss(tensor_of(L["nll"]["x"]), tensor_of(L["nll"]["target"], dtypes::int32)),
+                 L["nll"]["y"]);
+  const json& b = L["bce_logits"];
+  expect_matches(nn::binary_cross_entropy_with_logits(tensor_of(b["x"]), tensor_of(b["target"]),
+                                                      Reduction::MEAN, tensor_of(b["pos_weight"])),
+                 b["y"]);
+  expect_matches(
+      nn::binary_cross_entropy_with_logits(tensor_of(b["x"]), tensor_of(b["target"]), Reduction::SUM),
+      b["y_plain"]);
+  expect_matches(nn::binary_cross_entropy(tensor_of(L["bce"]["x"]), tensor_of(L["bce"]["target"])),
+                 L["bce"]["y"]);
+  expect_matches(nn::mse_loss(tensor_of(L["mse"]["x"]), tensor_of(L["mse"]["target"])), L["mse"]["y"]);
+  expect_matches(nn::l1_loss(tensor_of(L["mse"]["x"]), tensor_of(L["mse"]["target"])), L["mse"]["y_l1"]);
+  expect_error<ShapeError>(
+      [&] {
+        nn::cross_entropy(logits, Tensor({1, 2}));
+      },
+      "[cross_entropy] target (2,) does not fit input (5,4): expected (5,)");
+  expect_error<ShapeError>([&] { nn::mse_loss(logits, Tensor::ones({4})); },
+                           "[mse_loss] input (5,4) and target (4,) must have the same shape");
+}
