@@ -10,5 +10,7 @@ using Args = std::span<const std::string_view>;
 int devices(Args args);
 int env(Args args);
 int demo(Args args);
+int train_mnist(Args args);
+int infer(Args args);
 
 }  // namespace tg::cli
