@@ -13,12 +13,11 @@
 #include <fmt/format.h>
 
 #include "apps/tg/commands.hpp"
+#include "apps/tg/mnist_model.hpp"
 #include "base/error.hpp"
 #include "nn/datasets.hpp"
-#include "nn/layers.hpp"
 #include "nn/losses.hpp"
 #include "nn/lr_scheduler.hpp"
-#include "nn/module.hpp"
 #include "nn/optim.hpp"
 #include "nn/safetensors.hpp"
 #include "runtime/registry.hpp"
@@ -30,28 +29,6 @@ namespace {
 
 constexpr const char* kClasses[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                       "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
-
-// Conv 5x5 32, Conv 5x5 32, BatchNorm, maxpool, Conv 3x3 64, Conv 3x3 64, BatchNorm, maxpool, Linear 576->10.
-// A Sequential, so parameter names ("0.weight", "4.running_mean") match the same model in PyTorch.
-std::shared_ptr<nn::Sequential> make_model() {
-  using namespace tg::nn;
-  auto m = std::make_shared<Sequential>();
-  m->push_back(std::make_shared<Conv2d>(1, 32, 5));
-  m->push_back(std::make_shared<ReLU>());
-  m->push_back(std::make_shared<Conv2d>(32, 32, 5));
-  m->push_back(std::make_shared<ReLU>());
-  m->push_back(std::make_shared<BatchNorm2d>(32));
-  m->push_back(std::make_shared<MaxPool2d>(2));
-  m->push_back(std::make_shared<Conv2d>(32, 64, 3));
-  m->push_back(std::make_shared<ReLU>());
-  m->push_back(std::make_shared<Conv2d>(64, 64, 3));
-  m->push_back(std::make_shared<ReLU>());
-  m->push_back(std::make_shared<BatchNorm2d>(64));
-  m->push_back(std::make_shared<MaxPool2d>(2));
-  m->push_back(std::make_shared<Flatten>(1));
-  m->push_back(std::make_shared<Linear>(576, 10));
-  return m;
-}
 
 // The data set as host bytes: batches are gathered on the host and copied in (400 KB per batch of 128),
 // which is cheaper than a gather kernel over the whole training set.
@@ -165,7 +142,7 @@ int train_mnist(Args args) {
   fmt::print("data: {} training and {} test images of Fashion-MNIST\n", data.y_train.size(), data.y_test.size());
 
   Tensor::manual_seed(static_cast<uint64_t>(seed));
-  auto model = make_model();
+  auto model = apps::fashion_mnist_cnn();
   nn::optim::Adam opt(model->parameters(), lr);
   nn::optim::OneCycleLR sched(opt, lr, steps);
   nn::BatchSampler sampler(static_cast<int64_t>(data.y_train.size()), batch, true, static_cast<uint64_t>(seed),
@@ -220,7 +197,7 @@ int infer(Args args) {
   int64_t show = int_flag("infer", f, "show", 10);
   if (!std::filesystem::exists(path))
     throw ValueError("infer", fmt::format("no model at {}: train one with `tg train-mnist` first", path.string()));
-  auto model = make_model();
+  auto model = apps::fashion_mnist_cnn();
   nn::load_state_dict(*model, nn::safe_load(path));
   HostData data = load_data(data_flag(f));
 
