@@ -1,6 +1,7 @@
 // The autograd API: accumulation, detach, requires-grad propagation, leaf identity across realize() and
 // assign(), gradient(), and the error messages. Expected values are derived by hand in the comments.
 #define BOOST_TEST_MODULE autograd
+#include "common/test_support.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "tensor/tensor.hpp"
 
 using namespace tg;
+using tg::test::expect_error;
 
 namespace {
 
@@ -23,15 +25,6 @@ void expect_values(const Tensor& t, const std::vector<double>& want) {
                         "element " << i << ": got " << got[i] << ", want " << want[i]);
 }
 
-template <typename E, typename F>
-void expect_error(F&& f, const std::string& message) {
-  try {
-    f();
-    BOOST_ERROR("expected an error: " << message);
-  } catch (const E& e) {
-    BOOST_CHECK_EQUAL(std::string(e.what()), message);
-  }
-}
 
 Tensor leaf(std::vector<float> v, Shape s = {}) {
   Tensor t(std::move(v), std::move(s));

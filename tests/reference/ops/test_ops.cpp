@@ -1,6 +1,7 @@
 // Every Tensor op against PyTorch: runs each case gen_ops.py wrote through tg::Tensor on the device DEV
 // names and compares dtype, shape and values. A case whose op has no entry in the table fails.
 #define BOOST_TEST_MODULE reference_ops
+#include "common/test_support.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "tensor/tensor.hpp"
 
 using namespace tg;
+using tg::test::expect_error;
 using json = nlohmann::json;
 using Ins = std::vector<Tensor>;
 using Outs = std::vector<Tensor>;
@@ -365,16 +367,6 @@ BOOST_AUTO_TEST_CASE(every_table_op_has_cases) {
     BOOST_CHECK_MESSAGE(used.count(name), "op '" << name << "' has no reference case");
 }
 
-// Runs f and checks it throws E with exactly this message.
-template <typename E, typename F>
-void expect_error(F&& f, const std::string& message) {
-  try {
-    f();
-    BOOST_ERROR("expected an error: " << message);
-  } catch (const E& e) {
-    BOOST_CHECK_EQUAL(std::string(e.what()), message);
-  }
-}
 
 BOOST_AUTO_TEST_CASE(bad_input_names_the_op) {
   Tensor f = Tensor::ones({3, 4}), i = Tensor::ones({3, 4}, dtypes::int32),

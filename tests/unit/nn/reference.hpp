@@ -1,6 +1,7 @@
 #pragma once
 // Loads the PyTorch reference vectors (written at build time by gen_nn_reference.py) and compares
 // tensors against them.
+#include "common/test_support.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -47,15 +48,5 @@ inline void expect_matches(const Tensor& got, const json& want, double tol = 1e-
   BOOST_CHECK_MESSAGE(bad == 0, bad << " of " << g.size() << " elements differ");
 }
 
-// Runs f and checks it throws E with exactly this message.
-template <typename E, typename F>
-void expect_error(F&& f, const std::string& message) {
-  try {
-    f();
-    BOOST_ERROR("expected an error: " << message);
-  } catch (const E& e) {
-    BOOST_CHECK_EQUAL(std::string(e.what()), message);
-  }
-}
 
 }  // namespace tg::test

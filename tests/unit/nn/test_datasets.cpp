@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/env.hpp"
+#include "common/test_support.hpp"
 #include "base/error.hpp"
 #include "nn/datasets.hpp"
 #include "tensor/tensor.hpp"
@@ -61,16 +62,6 @@ Bytes cat(Bytes a, const Bytes& b) {
   return a;
 }
 
-template <typename F>
-void expect_error_message(F&& f, const std::string& message) {
-  try {
-    f();
-    BOOST_ERROR("expected an error: " << message);
-  } catch (const Error& e) {
-    BOOST_CHECK_EQUAL(std::string(e.what()), message);
-  }
-}
-
 // uint8 (2,3) = 1..6: magic 00 00 08 02, dims 2 and 3 big-endian
 const Bytes u8_file = {0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3, 4, 5, 6};
 
@@ -111,7 +102,7 @@ BOOST_AUTO_TEST_CASE(idx_types_plain_and_gzip) {
 
 BOOST_AUTO_TEST_CASE(idx_errors) {
   auto fails = [](const fs::path& p, const std::string& what) {
-    expect_error_message([&] { nn::read_idx(p); }, "[read_idx] '" + p.string() + "': " + what);
+    test::expect_error<Error>([&] { nn::read_idx(p); }, "[read_idx] '" + p.string() + "': " + what);
   };
   fails(write_plain("magic", {1, 2, 8, 1, 0, 0, 0, 0}), "bad magic 01020801, not an idx file");
   fails(write_plain("type", {0, 0, 0x0A, 1, 0, 0, 0, 0}), "bad magic 00000a01, not an idx file");
@@ -144,7 +135,7 @@ BOOST_AUTO_TEST_CASE(idx_errors) {
   Bytes garbage(gz.begin(), gz.begin() + 10);  // a valid gzip header, then bytes that are not deflate data
   for (int i = 0; i < 64; i++) garbage.push_back(0xff);
   fails(write_plain("garbage.gz", garbage), "gzip data is corrupt: invalid block type");
-  expect_error_message([] { nn::read_idx("/nonexistent/file.idx"); },
+  test::expect_error<Error>([] { nn::read_idx("/nonexistent/file.idx"); },
                        "[read_idx] cannot open '/nonexistent/file.idx': No such file or directory");
   fs::remove_all(scratch("x").parent_path());
 }
@@ -177,7 +168,7 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_files) {
              boost::test_tools::per_element());
   for (int c = 0; c < 10; c++) BOOST_TEST(std::count(y.begin(), y.end(), c) == 6000);
 
-  expect_error_message(
+  test::expect_error<Error>(
       [] { nn::fashion_mnist(fs::path("/nonexistent/fashion")); },
       "[fashion_mnist] '/nonexistent/fashion' has no train-images-idx3-ubyte[.gz]; install the data "
       "set with `apt-get install dataset-fashion-mnist` or set TG_FASHION_MNIST to the folder that "
@@ -195,8 +186,8 @@ BOOST_AUTO_TEST_CASE(batch_sampler_in_order) {
   BOOST_TEST(d.size() == 2);
   BOOST_TEST(d.batch(1) == std::vector<int64_t>({4, 5, 6, 7}), boost::test_tools::per_element());
   BOOST_TEST(nn::BatchSampler(3, 4, false, 0, true).size() == 0);
-  expect_error_message([&] { d.batch(2); }, "[BatchSampler] batch 2 is out of range for 2 batches");
-  expect_error_message([] { nn::BatchSampler(10, 0); }, "[BatchSampler] needs batch_size > 0, got 0");
+  test::expect_error<Error>([&] { d.batch(2); }, "[BatchSampler] batch 2 is out of range for 2 batches");
+  test::expect_error<Error>([] { nn::BatchSampler(10, 0); }, "[BatchSampler] needs batch_size > 0, got 0");
 }
 
 BOOST_AUTO_TEST_CASE(batch_sampler_shuffles) {

@@ -1,5 +1,6 @@
 #pragma once
 // Shared checks for the tensor tests: values against hand-derived expectations.
+#include "common/test_support.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -36,15 +37,5 @@ void expect_exact(const Tensor& t, const std::vector<T>& want) {
     BOOST_CHECK_MESSAGE(got[i] == want[i], "element " << i << ": got " << +got[i] << ", want " << +want[i]);
 }
 
-// Runs f and checks it throws E with exactly this message.
-template <typename E, typename F>
-void expect_error(F&& f, const std::string& message) {
-  try {
-    f();
-    BOOST_ERROR("expected an error: " << message);
-  } catch (const E& e) {
-    BOOST_CHECK_EQUAL(std::string(e.what()), message);
-  }
-}
 
 }  // namespace tg::test
