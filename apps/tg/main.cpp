@@ -20,8 +20,8 @@ constexpr Command kCommands[] = {
     {"devices", "list every device candidate, why it is or is not usable, and the default", tg::cli::devices},
     {"env", "list the environment variables tinygrad.cpp reads, with their values", tg::cli::env},
     {"demo", "follow one small computation through schedule, generated source and result", tg::cli::demo},
-    {"train-mnist", "train the Fashion-MNIST CNN (--steps --batch --lr --seed --out --data)", tg::cli::train_mnist},
-    {"infer", "classify Fashion-MNIST test images with a saved model (--model --data --show)", tg::cli::infer},
+    {"train-mnist", "train the Fashion-MNIST CNN (--steps --batch --lr --seed --out --data --eval)", tg::cli::train_mnist},
+    {"infer", "classify Fashion-MNIST test images with a saved model (--model --data --show --eval)", tg::cli::infer},
 };
 
 void usage(std::FILE* out) {

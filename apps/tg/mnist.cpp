@@ -123,6 +123,12 @@ double float_flag(std::string_view cmd, const Flags& f, std::string_view name, d
   throw ValueError(std::string(cmd), fmt::format("--{} must be a positive number, got '{}'", name, v));
 }
 
+// --eval N: how many test images to classify (the first N; default all).
+int64_t eval_count(std::string_view cmd, const Flags& f, const HostData& data) {
+  int64_t all = static_cast<int64_t>(data.y_test.size());
+  return std::min(all, int_flag(cmd, f, "eval", all));
+}
+
 std::optional<std::filesystem::path> data_flag(const Flags& f) {
   std::string d = f.get("data", "");
   return d.empty() ? std::nullopt : std::optional<std::filesystem::path>(d);
@@ -131,7 +137,7 @@ std::optional<std::filesystem::path> data_flag(const Flags& f) {
 }  // namespace
 
 int train_mnist(Args args) {
-  Flags f = parse("train-mnist", args, {"steps", "batch", "lr", "seed", "out", "data"});
+  Flags f = parse("train-mnist", args, {"steps", "batch", "lr", "seed", "out", "data", "eval"});
   int64_t steps = int_flag("train-mnist", f, "steps", 1000), batch = int_flag("train-mnist", f, "batch", 128);
   int64_t seed = int_flag("train-mnist", f, "seed", 42);
   double lr = float_flag("train-mnist", f, "lr", 3e-3);
@@ -183,8 +189,10 @@ int train_mnist(Args args) {
   double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("{}trained in {} (first step {:.2f} s)\n", tty ? "\n" : "", duration(train_s), first_step);
 
-  double acc = accuracy(predict(*model, data.x_test, 0, static_cast<int64_t>(data.y_test.size())), data.y_test);
-  fmt::print("test accuracy: {:.2f}% on {} images\n", 100 * acc, data.y_test.size());
+  int64_t n_eval = eval_count("train-mnist", f, data);
+  std::vector<uint8_t> y_eval(data.y_test.begin(), data.y_test.begin() + n_eval);
+  double acc = accuracy(predict(*model, data.x_test, 0, n_eval), y_eval);
+  fmt::print("test accuracy: {:.2f}% on {} images\n", 100 * acc, n_eval);
   nn::safe_save(nn::state_dict(*model), out,
                 {{"model", "fashion-mnist-cnn"}, {"test_accuracy", fmt::format("{:.4f}", acc)}});
   fmt::print("saved: {} (reload with: tg infer --model {})\n", out.string(), out.string());
@@ -192,7 +200,7 @@ int train_mnist(Args args) {
 }
 
 int infer(Args args) {
-  Flags f = parse("infer", args, {"model", "data", "show"});
+  Flags f = parse("infer", args, {"model", "data", "show", "eval"});
   std::filesystem::path path = f.get("model", "fashion_mnist_cnn.safetensors");
   int64_t show = int_flag("infer", f, "show", 10);
   if (!std::filesystem::exists(path))
@@ -201,7 +209,7 @@ int infer(Args args) {
   nn::load_state_dict(*model, nn::safe_load(path));
   HostData data = load_data(data_flag(f));
 
-  std::vector<int32_t> pred = predict(*model, data.x_test, 0, static_cast<int64_t>(data.y_test.size()));
+  std::vector<int32_t> pred = predict(*model, data.x_test, 0, eval_count("infer", f, data));
   for (int64_t i = 0; i < std::min<int64_t>(show, static_cast<int64_t>(pred.size())); i++)
     fmt::print("test image {:>4}: predicted {:<12} true {:<12} {}\n", i, kClasses[pred[i]],
                kClasses[data.y_test[i]], pred[i] == data.y_test[i] ? "ok" : "WRONG");
