@@ -1,7 +1,6 @@
 // idx files (plain and gzip) with hand-derived values and errors, the real Fashion-MNIST files, and
 // BatchSampler's batches.
 #define BOOST_TEST_MODULE nn_datasets
-#include <unistd.h>
 #include <zlib.h>
 #include <boost/test/unit_test.hpp>
 
@@ -21,25 +20,11 @@
 
 using namespace tg;
 namespace fs = std::filesystem;
+using tg::test::RemoveScratch;
+using tg::test::scratch;
 using Bytes = std::vector<uint8_t>;
 
 namespace {
-
-fs::path scratch_dir() {
-  return fs::temp_directory_path() / ("tg_test_datasets_" + std::to_string(::getpid()));
-}
-
-fs::path scratch(const std::string& name) {
-  fs::create_directories(scratch_dir());
-  return scratch_dir() / name;
-}
-
-struct RemoveScratch {  // also after a failed check
-  ~RemoveScratch() {
-    std::error_code ec;
-    fs::remove_all(scratch_dir(), ec);
-  }
-};
 
 fs::path write_plain(const std::string& name, const Bytes& b) {
   fs::path p = scratch(name);

@@ -1,7 +1,6 @@
 // safetensors: interop both ways with the Python reference implementation, round trips, atomic saves and
 // every kind of malformed file. Arguments after "--": python, safetensors_ref.py, folder of reference files.
 #define BOOST_TEST_MODULE nn_safetensors
-#include <unistd.h>
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "common/test_support.hpp"
 #include "nn/safetensors.hpp"
 #include "tensor/tensor.hpp"
 
@@ -21,6 +21,8 @@ using namespace tg;
 using nn::StateDict;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
+using tg::test::RemoveScratch;
+using tg::test::scratch;
 
 namespace {
 
@@ -34,22 +36,6 @@ json expected() {
   std::ifstream f(fs::path(arg(3)) / "ref_expected.json");
   return json::parse(f);
 }
-
-fs::path scratch_dir() {
-  return fs::temp_directory_path() / ("tg_test_safetensors_" + std::to_string(::getpid()));
-}
-
-fs::path scratch(const std::string& name) {
-  fs::create_directories(scratch_dir());
-  return scratch_dir() / name;
-}
-
-struct RemoveScratch {  // also after a failed check
-  ~RemoveScratch() {
-    std::error_code ec;
-    fs::remove_all(scratch_dir(), ec);
-  }
-};
 
 std::optional<DType> dtype_named(const std::string& n) {
   for (DType d : dtypes::all_scalars())
