@@ -191,6 +191,15 @@ std::string CStyleRenderer::barrier() const {
   throw NotSupportedError("render", fmt::format("the '{}' renderer has no barrier", caps_.dialect));
 }
 
+std::string CStyleRenderer::render_load(const UOp&, const std::string&, const std::string&, DType) const {
+  return {};
+}
+
+std::string CStyleRenderer::render_store(const UOp&, const std::string&, const std::string&,
+                                         const std::string&) const {
+  return {};
+}
+
 std::string CStyleRenderer::render_kernel(const CKernel& k) const {
   std::vector<std::string> params;
   for (const auto& b : k.bufs)
@@ -346,7 +355,8 @@ std::string CStyleRenderer::render_source(std::string_view name, std::span<const
         break;
       case Ops::LOAD: {
         const UOp* idx = u->src(0).get();
-        std::string a = access(idx, u->dtype());
+        std::string a = render_load(*buffer_root(idx), src(idx, 0), src(idx, 1), u->dtype());
+        if (a.empty()) a = access(idx, u->dtype());
         std::string g = u->src().size() > 2 ? src(u, 2) : gate[at.at(idx)];
         if (!g.empty())
           a = fmt::format("({}?{}:{})", g, a,
@@ -360,7 +370,8 @@ std::string CStyleRenderer::render_source(std::string_view name, std::span<const
       case Ops::STORE: {
         const UOp* idx = u->src(0).get();
         std::string g = u->src().size() > 2 ? src(u, 2) : gate[at.at(idx)];
-        std::string st = fmt::format("{} = {};", access(idx, u->src(1)->dtype()), src(u, 1));
+        std::string st = render_store(*buffer_root(idx), src(idx, 0), src(idx, 1), src(u, 1));
+        if (st.empty()) st = fmt::format("{} = {};", access(idx, u->src(1)->dtype()), src(u, 1));
         line(g.empty() ? st : fmt::format("if ({}) {{ {} }}", g, st));
         break;
       }
@@ -436,6 +447,11 @@ CDialect::CDialect(const RendererCaps& caps) : CStyleRenderer(caps) {
     set_op_format(op, fmt::format("__builtin_{}f({{0}})", n));  // half and float compute in float
     set_op_format(op, Scalar::FLOAT64, fmt::format("__builtin_{}({{0}})", n));
   }
+  // C computes char/short in int: narrow results that can leave the type's range again, so a value
+  // inlined into a wider expression (a compare, a division, a cast) has wrapped like everywhere else.
+  for (Scalar s : {Scalar::INT8, Scalar::UINT8, Scalar::INT16, Scalar::UINT16})
+    for (Ops op : {Ops::ADD, Ops::MUL, Ops::NEG, Ops::IDIV, Ops::SHL, Ops::MULACC})
+      set_op_format(op, s, "(({t})" + op_format(op, s) + ")");
 }
 
 std::string CDialect::render_float_special(DType d, double v) const {

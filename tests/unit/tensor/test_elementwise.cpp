@@ -103,6 +103,17 @@ BOOST_AUTO_TEST_CASE(logic_and_bits) {
   expect_exact<uint8_t>(Tensor(std::vector<uint8_t>{255}) >> 4, {15});
 }
 
+// Narrow ints wrap after every op, also inside a fused expression that C would compute in int:
+// int8 100*2 = -56 (200 - 256), 60*3 = -76, -100*3 = -44 (-300 + 256); uint8 200*2 = 144.
+BOOST_AUTO_TEST_CASE(narrow_ints_wrap_inside_fused_expressions) {
+  Tensor a(std::vector<int8_t>{100, 60, -100}), b(std::vector<int8_t>{2, 3, 3});
+  expect_exact<bool>((a * b) < 0, {true, true, true});
+  expect_exact<int32_t>((a * b).cast(dtypes::int32), {-56, -76, -44});
+  expect_exact<int8_t>((a * b).div(4, Rounding::TRUNC), {-14, -19, -11});
+  Tensor u(std::vector<uint8_t>{200, 130});
+  expect_exact<int32_t>((u * 2).cast(dtypes::int32), {144, 4});
+}
+
 BOOST_AUTO_TEST_CASE(float_classes) {
   Tensor x = f32({1, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                   std::numeric_limits<float>::quiet_NaN()});

@@ -75,6 +75,11 @@ class CStyleRenderer : public Renderer {
   virtual std::string render_reg(const UOp& def, const std::string& name) const;
   virtual std::string render_local(const UOp& def, const std::string& name) const;
   virtual std::string barrier() const;
+  // A LOAD's expression / a STORE's statement for element `off` of buffer `b` (`buf` is its DEFINE_GLOBAL,
+  // DEFINE_LOCAL or DEFINE_REG). Empty (the default) = the C form; languages without pointers override them.
+  virtual std::string render_load(const UOp& buf, const std::string& b, const std::string& off, DType value) const;
+  virtual std::string render_store(const UOp& buf, const std::string& b, const std::string& off,
+                                   const std::string& x) const;
   // The whole source from its parts. Default: "void NAME(T* data0, ..., const int n) { body }".
   virtual std::string render_kernel(const CKernel& k) const;
 
