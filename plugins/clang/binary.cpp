@@ -140,13 +140,17 @@ class BinaryToolchain final : public Toolchain {
 
 class SharedKernel final : public LoadedKernel {
  public:
-  SharedKernel(void* handle, KernelFn fn) : handle_(handle), fn_(fn) {}
-  ~SharedKernel() override { dlclose(handle_); }
+  SharedKernel(void* handle, KernelFn fn, int fd) : handle_(handle), fn_(fn), fd_(fd) {}
+  ~SharedKernel() override {
+    dlclose(handle_);
+    close(fd_);
+  }
   KernelFn entry() const noexcept override { return fn_; }
 
  private:
   void* handle_;
   KernelFn fn_;
+  int fd_;  // kept open while loaded: dlopen of a path another loaded library has returns that library
 };
 
 }  // namespace
@@ -185,14 +189,17 @@ Status load_shared(std::string_view name, std::span<const std::byte> shared,
   }
   std::string path = fmt::format("/proc/self/fd/{}", fd);
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  close(fd);
-  if (handle == nullptr) return {Code::invalid_argument, fmt::format("[CLANG load] dlopen: {}", dlerror())};
+  if (handle == nullptr) {
+    close(fd);
+    return {Code::invalid_argument, fmt::format("[CLANG load] dlopen: {}", dlerror())};
+  }
   void* sym = dlsym(handle, std::string(name).c_str());
   if (sym == nullptr) {
     dlclose(handle);
+    close(fd);
     return {Code::invalid_argument, fmt::format("[CLANG load] no kernel '{}' in the binary", name)};
   }
-  *out = std::make_unique<SharedKernel>(handle, reinterpret_cast<KernelFn>(sym));
+  *out = std::make_unique<SharedKernel>(handle, reinterpret_cast<KernelFn>(sym), fd);
   return {};
 }
 
