@@ -44,12 +44,13 @@ std::string file_name(const tg::Candidate& c) { return fs::path(c.path).filename
 BOOST_AUTO_TEST_CASE(discovery_lists_builtins_then_every_file_in_order) {
   auto reg = make({{"TG_PLUGIN_PATH", test::fixture_dir()}});
   auto cands = reg.candidates();
-  BOOST_REQUIRE(cands.size() == 13u);
+  BOOST_REQUIRE(cands.size() >= 13u);
   BOOST_TEST(cands[0].name == "NULL");
   BOOST_TEST(cands[0].path == "built-in");
   BOOST_TEST(cands[0].usable);
   std::vector<std::string> files;
-  for (const auto& c : cands.subspan(1)) files.push_back(file_name(c));
+  for (const auto& c : cands.subspan(1))  // the conformance suite's broken plugins exist only with CLANG
+    if (!file_name(c).starts_with("libtg-broken-")) files.push_back(file_name(c));
   std::vector<std::string> expected = {"libtg-badabi.so",   "libtg-bogus.so",    "libtg-good.so",
                                        "libtg-good2.so",    "libtg-mismatch.so", "libtg-needsdep.so",
                                        "libtg-nodriver.so", "libtg-noplugin.so", "libtg-probefail.so",
@@ -63,14 +64,21 @@ BOOST_AUTO_TEST_CASE(discovery_lists_builtins_then_every_file_in_order) {
   BOOST_TEST(good->priority == 10);
   BOOST_TEST(good->abi_major == TG_ABI_MAJOR);
   BOOST_TEST(good->origin == "TG_PLUGIN_PATH");
-  BOOST_TEST(cands[4].name == "FIXTURE_GOOD");  // libtg-good2.so comes later in the same folder
-  BOOST_TEST(!cands[4].usable);
-  BOOST_TEST(cands[4].reason == "shadowed by " + good->path);
+  auto by_file = [&](const std::string& f) {
+    for (const auto& c : cands)
+      if (file_name(c) == f) return c;
+    BOOST_FAIL("no candidate " << f);
+    return tg::Candidate{};
+  };
+  tg::Candidate good2 = by_file("libtg-good2.so");  // comes later in the same folder
+  BOOST_TEST(good2.name == "FIXTURE_GOOD");
+  BOOST_TEST(!good2.usable);
+  BOOST_TEST(good2.reason == "shadowed by " + good->path);
   BOOST_TEST(reg.find("FIXTURE_PROBEFAIL")->reason == "unavailable: libfoo.so.1 not found");
   BOOST_TEST(reg.find("FIXTURE_BADABI")->abi_major == 99);
   BOOST_TEST(!reg.find("FIXTURE_BADABI")->usable);
   BOOST_TEST(reg.find("FIXTURE_SHORT")->reason == "descriptor is 8 bytes, this core reads 48");
-  BOOST_TEST(cands[2].reason == "not a tinygrad.cpp plugin: not an ELF file");
+  BOOST_TEST(by_file("libtg-bogus.so").reason == "not a tinygrad.cpp plugin: not an ELF file");
   BOOST_TEST(
       reg.find("FIXTURE_NEEDSDEP")->reason ==
       "cannot load: libtg-fixture-absent.so.1: cannot open shared object file: No such file or directory");
