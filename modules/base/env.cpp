@@ -27,6 +27,7 @@ constexpr std::array kVars = {
     VarInfo{"TG_CLANG", "clang", "clang binary the CLANG device uses when libclang-cpp is not available"},
     VarInfo{"TG_CLANG_FLAGS", "", "extra flags for the CLANG device's compiler (part of its cache key)"},
     VarInfo{"TG_CLANG_INPROCESS", "1", "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in"},
+    VarInfo{"TG_VULKAN_STAGING", "0", "1 = VULKAN copies through staging buffers even when device memory is host-visible"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist", "folder with the Fashion-MNIST idx files"},
 };
 }  // namespace

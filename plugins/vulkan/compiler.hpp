@@ -1,0 +1,24 @@
+#pragma once
+// GLSL -> SPIR-V with shaderc (linked: it is a compiler library, not a driver). The binary is the SPIR-V
+// module's words as bytes.
+#include <string>
+
+#include "tg/sdk/compiler.hpp"
+
+namespace tg::vulkan {
+
+class ShadercCompiler final : public tg::sdk::Compiler {
+ public:
+  // device: name and driver version of the device the SPIR-V is for (part of the cache key).
+  explicit ShadercCompiler(const std::string& device);
+  ~ShadercCompiler() override;
+
+  std::string_view cache_key() const noexcept override { return cache_key_; }
+  tg::sdk::Status compile(std::string_view source, tg::sdk::Blob& binary) noexcept override;
+
+ private:
+  void* compiler_ = nullptr;  // shaderc_compiler_t
+  std::string cache_key_;
+};
+
+}  // namespace tg::vulkan
