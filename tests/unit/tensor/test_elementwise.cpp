@@ -112,6 +112,14 @@ BOOST_AUTO_TEST_CASE(narrow_ints_wrap_inside_fused_expressions) {
   expect_exact<int8_t>((a * b).div(4, Rounding::TRUNC), {-14, -19, -11});
   Tensor u(std::vector<uint8_t>{200, 130});
   expect_exact<int32_t>((u * 2).cast(dtypes::int32), {144, 4});
+  // 400 wraps to 144 and 260 to 4 before the shift or division sees them (as in PyTorch)
+  expect_exact<uint8_t>((u + u) >> 1, {72, 2});
+  expect_exact<uint8_t>((u * 2) >> 1, {72, 2});
+  expect_exact<uint8_t>((u * 2).div(2, Rounding::TRUNC), {72, 2});
+  Tensor c(std::vector<int8_t>{100, -100, 60});  // 200 -> -56, -200 -> 56, 120 stays
+  expect_exact<int8_t>((c * 2).div(2, Rounding::TRUNC), {-28, 28, 60});
+  expect_exact<int8_t>((c + c) >> 1, {-28, 28, 60});
+  expect_exact<int8_t>((c + c).div(2, Rounding::FLOOR), {-28, 28, 60});
 }
 
 BOOST_AUTO_TEST_CASE(float_classes) {

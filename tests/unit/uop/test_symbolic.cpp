@@ -140,6 +140,17 @@ BOOST_AUTO_TEST_CASE(wrap_around_is_respected) {
   UOpRef u = var("a", 4, 255, dtypes::uint8);
   UOpRef sq = (u * u) / u;  // found by the fuzzer: a*a wraps in uint8
   CHECK_SIMPLIFIES(sq, sq);
+  // narrow dtypes wrap first: uint8 200+200 is 144, so (x+x)>>1, (x*2)>>1 and (x*2)//2 are not x
+  UOpRef b = var("b", 0, 255, dtypes::uint8), one8 = num(1, dtypes::uint8), two8 = num(2, dtypes::uint8);
+  CHECK_SIMPLIFIES((b + b) >> one8, (b * 2) >> one8);
+  CHECK_SIMPLIFIES((b * 2) >> one8, (b * 2) >> one8);
+  CHECK_SIMPLIFIES((b * 2) / two8, (b * 2) / two8);
+  UOpRef i8 = var("c", -128, 127, dtypes::int8), two_i8 = num(2, dtypes::int8);
+  CHECK_SIMPLIFIES((i8 * 2) / two_i8, (i8 * 2) / two_i8);
+  CHECK_SIMPLIFIES((i8 + i8) >> num(1, dtypes::int8), (i8 * 2) >> num(1, dtypes::int8));
+  // without wrap (the range fits the dtype) the folds still fire
+  UOpRef small = var("d", 0, 100, dtypes::uint8);
+  CHECK_SIMPLIFIES((small * 2) / two8, small);
   // ring identities still hold under wrap
   CHECK_SIMPLIFIES((big + 5) - 5, big);
   UOpRef s = var("s", -5, 2147483647, dtypes::int32);
