@@ -1,8 +1,13 @@
-// clCreateProgramWithSource + clBuildProgram; the log on failure, CL_PROGRAM_BINARIES on success.
+// clCreateProgramWithSource + clBuildProgram; the log on failure, CL_PROGRAM_BINARIES (or the source, when
+// the driver's binary is incomplete) on success.
 #include "plugins/cl/compiler.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -15,8 +20,10 @@ using tg::sdk::Status;
 
 namespace {
 
-constexpr std::array<char, 6> kMagic{'T', 'G', 'O', 'C', 'L', 2};  // format 2: flag bit 0 = global ids
+constexpr std::array<char, 6> kMagic{'T', 'G', 'O', 'C', 'L', 2};  // format 2, flags in byte 6
 constexpr size_t kHeaderSize = 8;
+constexpr uint8_t kFlagGlobalIds = 1;  // bit 0: rendered with global ids
+constexpr uint8_t kFlagSource = 2;     // bit 1: the payload is the OpenCL C source
 
 // Rendered with global ids: the launch runs exactly `global` work items and the driver picks the group size.
 bool global_ids(std::string_view source) {
@@ -36,7 +43,35 @@ struct ProgramRef {
 std::optional<ProgramBinary> program_binary(std::span<const std::byte> binary) {
   if (binary.size() <= kHeaderSize || std::memcmp(binary.data(), kMagic.data(), kMagic.size()) != 0)
     return std::nullopt;
-  return ProgramBinary{binary.subspan(kHeaderSize), (static_cast<unsigned>(binary[6]) & 1u) != 0};
+  const auto flags = static_cast<unsigned>(binary[6]);
+  return ProgramBinary{binary.subspan(kHeaderSize), (flags & kFlagGlobalIds) != 0,
+                       (flags & kFlagSource) != 0};
+}
+
+std::string incomplete_driver_binary(std::span<const std::byte> program) {
+  if (program.empty()) return "the driver returned an empty program binary";
+  constexpr std::array<char, 8> kPocl{'p', 'o', 'c', 'l', 'b', 'i', 'n', '\0'};
+  if (program.size() < kPocl.size() || std::memcmp(program.data(), kPocl.data(), kPocl.size()) != 0)
+    return "";
+  // PoCL: "poclbin\0", device hash (8), format version (4), kernel count (4), then fields that depend on the
+  // version, then program.bc as a length-prefixed path ending in "program.bc" and a length-prefixed content,
+  // then the kernels. PoCL asserts (aborts the process) on a zero count or an empty program.bc.
+  auto u32 = [&](size_t at) -> uint32_t {
+    const auto* b = reinterpret_cast<const unsigned char*>(program.data()) + at;
+    return uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 | uint32_t{b[3]} << 24;
+  };
+  if (program.size() < 24 || u32(20) == 0) return "the PoCL binary holds no kernel";
+  std::string_view head(reinterpret_cast<const char*>(program.data()), std::min<size_t>(program.size(), 512));
+  constexpr std::string_view kBc = "program.bc";
+  size_t end = head.find(kBc, 24);
+  if (end == std::string_view::npos) return "the PoCL binary names no program.bc";
+  end += kBc.size();
+  size_t path_len = kBc.size();
+  while (path_len + 4 < end - 24 && u32(end - path_len - 4) != path_len) path_len++;
+  if (u32(end - path_len - 4) != path_len) return "the PoCL binary's program.bc path has no length";
+  if (end + 4 > program.size() || u32(end) == 0) return "the PoCL binary's program.bc is empty";
+  if (end + 4 + u32(end) > program.size()) return "the PoCL binary is shorter than its program.bc";
+  return "";
 }
 
 std::string build_log(const Context& ctx, cl_program program) {
@@ -58,34 +93,59 @@ ClCompiler::ClCompiler(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
                            i.device_version, i.driver_version, options_);
 }
 
+Status build_source(const Context& ctx, std::string_view source, const std::string& options,
+                    std::string_view what, cl_program* out) {
+  const ClApi& cl = ctx.cl();
+  const char* text = source.data();
+  size_t len = source.size();
+  cl_int err = CL_SUCCESS;
+  ProgramRef prog{cl, cl.clCreateProgramWithSource(ctx.context(), 1, &text, &len, &err)};
+  if (prog.p == nullptr) return cl_status(err, fmt::format("{} clCreateProgramWithSource", what));
+  cl_device_id dev = ctx.device();
+  err = cl.clBuildProgram(prog.p, 1, &dev, options.c_str(), nullptr, nullptr);
+  if (err != CL_SUCCESS) {
+    std::string log = build_log(ctx, prog.p);
+    return {err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS ? Code::compile_error
+                                                                               : Code::runtime_error,
+            fmt::format("{} clBuildProgram failed with {}:\n{}", what, cl_error(err), log)};
+  }
+  size_t kernels = 0;  // CL_PROGRAM_NUM_KERNELS is a size_t
+  if ((err = cl.clGetProgramInfo(prog.p, CL_PROGRAM_NUM_KERNELS, sizeof kernels, &kernels, nullptr)) !=
+      CL_SUCCESS)
+    return cl_status(err, fmt::format("{} CL_PROGRAM_NUM_KERNELS", what));
+  if (kernels == 0) return {Code::compile_error, fmt::format("{} the program defines no __kernel", what)};
+  *out = std::exchange(prog.p, nullptr);
+  return {};
+}
+
 Status ClCompiler::compile(std::string_view source, tg::sdk::Blob& binary) noexcept {
   return tg::sdk::guard([&]() -> Status {
     const ClApi& cl = ctx_->cl();
-    const char* text = source.data();
-    size_t len = source.size();
-    cl_int err = CL_SUCCESS;
-    ProgramRef prog{cl, cl.clCreateProgramWithSource(ctx_->context(), 1, &text, &len, &err)};
-    if (prog.p == nullptr) return cl_status(err, "[CL compile] clCreateProgramWithSource");
-    cl_device_id dev = ctx_->device();
-    err = cl.clBuildProgram(prog.p, 1, &dev, options_.c_str(), nullptr, nullptr);
-    if (err != CL_SUCCESS) {
-      std::string log = build_log(*ctx_, prog.p);
-      return {err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS ? Code::compile_error
-                                                                                 : Code::runtime_error,
-              fmt::format("[CL compile] clBuildProgram failed with {}:\n{}", cl_error(err), log)};
-    }
+    ProgramRef prog{cl};
+    if (Status s = build_source(*ctx_, source, options_, "[CL compile]", &prog.p); !s.ok()) return s;
+    uint8_t flags = global_ids(source) ? kFlagGlobalIds : 0;
     size_t size = 0;
+    cl_int err = CL_SUCCESS;
     if ((err = cl.clGetProgramInfo(prog.p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr)) !=
         CL_SUCCESS)
       return cl_status(err, "[CL compile] CL_PROGRAM_BINARY_SIZES");
-    if (size == 0) return {Code::unsupported, "[CL compile] the driver returned an empty program binary"};
-    binary.resize(0);
-    auto out = binary.resize(kHeaderSize + size);  // zero-filled
-    std::memcpy(out.data(), kMagic.data(), kMagic.size());
-    out[6] = std::byte{global_ids(source) ? uint8_t{1} : uint8_t{0}};
-    unsigned char* dst = reinterpret_cast<unsigned char*>(out.data() + kHeaderSize);
-    if ((err = cl.clGetProgramInfo(prog.p, CL_PROGRAM_BINARIES, sizeof dst, &dst, nullptr)) != CL_SUCCESS)
+    std::vector<unsigned char> bytes(size);
+    unsigned char* dst = bytes.data();
+    if (size > 0 &&
+        (err = cl.clGetProgramInfo(prog.p, CL_PROGRAM_BINARIES, sizeof dst, &dst, nullptr)) != CL_SUCCESS)
       return cl_status(err, "[CL compile] CL_PROGRAM_BINARIES");
+    std::span<const std::byte> payload = std::as_bytes(std::span(bytes));
+    if (!incomplete_driver_binary(payload).empty()) {
+      // The driver's binary would not load (PoCL serializes it from its on-disk kernel cache, which another
+      // process building the same source may not have finished): keep the source, load builds it.
+      payload = std::as_bytes(std::span(source.data(), source.size()));
+      flags |= kFlagSource;
+    }
+    binary.resize(0);
+    auto out = binary.resize(kHeaderSize + payload.size());  // zero-filled
+    std::memcpy(out.data(), kMagic.data(), kMagic.size());
+    out[6] = std::byte{flags};
+    std::memcpy(out.data() + kHeaderSize, payload.data(), payload.size());
     return {};
   });
 }

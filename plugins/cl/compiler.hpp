@@ -2,11 +2,13 @@
 // OpenCL C -> program binary through the driver (clBuildProgram), so the core's disk cache can keep it.
 // A binary is an 8-byte header ("TGOCL", format 2, flags, 0) and the device's CL_PROGRAM_BINARIES. Flag bit
 // 0: the source was rendered with global ids (OpenCLRenderer::kGlobalIdsMarker), so a launch runs `global`
-// work items in groups of the driver's choice.
+// work items in groups of the driver's choice. Flag bit 1: the driver's binary was incomplete (see
+// incomplete_driver_binary), so the payload is the OpenCL C source and load() builds it again.
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "plugins/cl/context.hpp"
 #include "tg/sdk/compiler.hpp"
@@ -29,11 +31,22 @@ class ClCompiler final : public tg::sdk::Compiler {
 };
 
 struct ProgramBinary {
-  std::span<const std::byte> program;  // the driver's bytes
+  std::span<const std::byte> program;  // the driver's bytes, or the OpenCL C source when `source`
   bool global_ids = false;             // flag bit 0
+  bool source = false;                 // flag bit 1
 };
 // The parts of a binary made by ClCompiler, or nullopt when it is not one.
 std::optional<ProgramBinary> program_binary(std::span<const std::byte> binary);
+
+// Why the driver's binary `program` cannot be handed to clCreateProgramWithBinary, or "" when it can: it is
+// empty, or it is a PoCL binary without kernels or without its program.bc (PoCL aborts the process on
+// those instead of returning an error).
+std::string incomplete_driver_binary(std::span<const std::byte> program);
+
+// clCreateProgramWithSource + clBuildProgram with `options` for the context's device; a build that defines
+// no kernel is a compile_error. Errors start with `what` ("[CL compile]"). The caller releases *out.
+tg::sdk::Status build_source(const Context& ctx, std::string_view source, const std::string& options,
+                             std::string_view what, cl_program* out);
 
 // The build log of program for the context's device.
 std::string build_log(const Context& ctx, cl_program program);

@@ -141,10 +141,19 @@ class ClDevice final : public tg::sdk::Device {
       if (!bin) return {Code::invalid_argument, "[CL load] not a binary made by the CL compiler"};
       const ClApi& cl = ctx_->cl();
       cl_device_id dev = ctx_->device();
+      cl_program prog = nullptr;
+      if (bin->source) {  // the driver's binary was incomplete at compile time: build the kept source
+        std::string_view src(reinterpret_cast<const char*>(bin->program.data()), bin->program.size());
+        if (Status s = build_source(*ctx_, src, compiler_.build_options(), "[CL load]", &prog); !s.ok())
+          return s;
+        return make_program(prog, name, bin->global_ids, out);
+      }
+      if (std::string why = incomplete_driver_binary(bin->program); !why.empty())
+        return {Code::invalid_argument, fmt::format("[CL load] {}", why)};
       size_t len = bin->program.size();
       const auto* bytes = reinterpret_cast<const unsigned char*>(bin->program.data());
       cl_int status = CL_SUCCESS, err = CL_SUCCESS;
-      cl_program prog = cl.clCreateProgramWithBinary(ctx_->context(), 1, &dev, &len, &bytes, &status, &err);
+      prog = cl.clCreateProgramWithBinary(ctx_->context(), 1, &dev, &len, &bytes, &status, &err);
       if (prog == nullptr)
         return {Code::invalid_argument,
                 fmt::format("[CL load] the driver rejected the binary: {}", cl_error(err))};
@@ -155,19 +164,26 @@ class ClDevice final : public tg::sdk::Device {
         return {Code::invalid_argument,
                 fmt::format("[CL load] building the binary failed: {}\n{}", cl_error(err), log)};
       }
-      std::string kname(name);
-      cl_kernel k = cl.clCreateKernel(prog, kname.c_str(), &err);
-      if (k == nullptr) {
-        cl.clReleaseProgram(prog);
-        return {Code::invalid_argument,
-                fmt::format("[CL load] no kernel '{}' in the binary: {}", kname, cl_error(err))};
-      }
-      *out = new ClProgram(ctx_, prog, k, kname, bin->global_ids);
-      return {};
+      return make_program(prog, name, bin->global_ids, out);
     });
   }
 
  private:
+  // Kernel `name` of the built program prog (released here on failure).
+  Status make_program(cl_program prog, std::string_view name, bool global_ids, tg::sdk::Program** out) {
+    const ClApi& cl = ctx_->cl();
+    std::string kname(name);
+    cl_int err = CL_SUCCESS;
+    cl_kernel k = cl.clCreateKernel(prog, kname.c_str(), &err);
+    if (k == nullptr) {
+      cl.clReleaseProgram(prog);
+      return {Code::invalid_argument,
+              fmt::format("[CL load] no kernel '{}' in the binary: {}", kname, cl_error(err))};
+    }
+    *out = new ClProgram(ctx_, prog, k, kname, global_ids);
+    return {};
+  }
+
   std::shared_ptr<Context> ctx_;
   ClAllocator allocator_;
   ClCompiler compiler_;

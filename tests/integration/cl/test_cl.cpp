@@ -361,3 +361,105 @@ BOOST_AUTO_TEST_CASE(global_id_kernels_ignore_the_requested_group_size) {
              boost::test_tools::per_element());
   a.free(buf, 48, {});
 }
+
+namespace {
+
+// A CL binary by hand: the 8-byte header ("TGOCL", format 2, flags, 0) and its payload.
+std::vector<std::byte> cl_binary(uint8_t flags, const std::string& payload) {
+  std::string bytes = std::string("TGOCL\x02", 6) + static_cast<char>(flags) + '\0' + payload;
+  auto b = std::as_bytes(std::span(bytes));
+  return {b.begin(), b.end()};
+}
+
+std::string le32(uint32_t v) {
+  return {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff),
+          static_cast<char>((v >> 16) & 0xff), static_cast<char>(v >> 24)};
+}
+
+}  // namespace
+
+// When the driver's binary is incomplete (PoCL serializes it from its on-disk kernel cache, which a second
+// process building the same source may not have finished: program.bc comes back empty), the compiler keeps
+// the source (flag bit 1) and load builds it. Such a binary must load and run.
+BOOST_AUTO_TEST_CASE(source_kept_as_the_binary_loads_and_runs) {
+  Device& dev = device();
+  const std::string src =
+      "// tg: work items indexed by get_global_id\n"
+      "__kernel void sq(__global int* a, const long n) { int i = (int)get_global_id(0); a[i] = a[i] * a[i] + "
+      "(int)n; }\n";
+  auto bin = cl_binary(3, src);  // global ids + source
+  tg::sdk::Program* raw = nullptr;
+  auto l = dev.load("sq", bin, &raw);
+  BOOST_TEST_REQUIRE(l.ok(), l.message());
+  std::unique_ptr<tg::sdk::Program> prog(raw);
+  auto& a = dev.allocator();
+  std::vector<int32_t> host{-3, -1, 0, 2, 5, 7}, back(6);
+  Handle buf = nullptr;
+  BOOST_TEST_REQUIRE(a.alloc(host.size() * 4, {}, &buf).ok());
+  BOOST_TEST_REQUIRE(a.copyin(buf, std::as_bytes(std::span(host))).ok());
+  Handle bufs[] = {buf};
+  int64_t vals[] = {10};
+  tg::sdk::LaunchDims dims;
+  dims.global = {6, 1, 1}, dims.local = {4, 1, 1};  // global ids: exactly 6 items whatever local says
+  BOOST_TEST_REQUIRE(prog->launch(bufs, vals, dims, true, nullptr).ok());
+  BOOST_TEST_REQUIRE(a.copyout(std::as_writable_bytes(std::span(back)), buf).ok());
+  BOOST_TEST(back == (std::vector<int32_t>{19, 11, 10, 14, 35, 59}), boost::test_tools::per_element());
+  a.free(buf, 24, {});
+  // A kept source that does not build reports the driver's log; one without the kernel names it.
+  auto broken = cl_binary(2, "__kernel void sq(__global int* a) { a[0] = tg_no_such_name; }\n");
+  auto b = dev.load("sq", broken, &raw);
+  BOOST_TEST(!b.ok());
+  BOOST_TEST(std::string(b.message()).find("tg_no_such_name") != std::string::npos, b.message());
+  auto other = cl_binary(2, "__kernel void k(__global int* a) { a[0] = 1; }\n");
+  auto o = dev.load("sq", other, &raw);
+  BOOST_TEST(std::string(o.message()).find("no kernel 'sq'") != std::string::npos, o.message());
+}
+
+// PoCL asserts (aborts the whole process) in clCreateProgramWithBinary on a binary without kernels or with
+// an empty program.bc. load() must refuse those with an error instead; the core then compiles again.
+BOOST_AUTO_TEST_CASE(incomplete_pocl_binary_is_an_error_not_an_abort) {
+  Device& dev = device();
+  // "poclbin\0", device hash, format version 9, kernel count, version fields, "/program.bc", its length.
+  auto pocl = [](uint32_t kernels, const std::string& bc) {
+    return std::string("poclbin\0", 8) + std::string(8, '\x5a') + le32(9) + le32(kernels) +
+           std::string(16, '\0') + le32(11) + "/program.bc" + le32(static_cast<uint32_t>(bc.size())) + bc;
+  };
+  tg::sdk::Program* none = nullptr;
+  auto empty_bc = dev.load("k", cl_binary(0, pocl(1, "")), &none);
+  BOOST_TEST(static_cast<int>(empty_bc.code()) == static_cast<int>(Code::invalid_argument));
+  BOOST_TEST(std::string(empty_bc.message()).find("[CL load] the PoCL binary's program.bc is empty") !=
+                 std::string::npos,
+             empty_bc.message());
+  auto no_kernel = dev.load("k", cl_binary(0, pocl(0, "BC\xc0\xde")), &none);
+  BOOST_TEST(std::string(no_kernel.message()).find("holds no kernel") != std::string::npos,
+             no_kernel.message());
+  std::string whole = pocl(1, "BC\xc0\xde");
+  auto cut = dev.load("k", cl_binary(0, whole.substr(0, whole.size() - 2)), &none);
+  BOOST_TEST(std::string(cut.message()).find("shorter than its program.bc") != std::string::npos,
+             cut.message());
+  // A complete one of another device goes to the driver, which rejects it with an error.
+  auto foreign = dev.load("k", cl_binary(0, whole), &none);
+  BOOST_TEST(
+      std::string(foreign.message()).find("[CL load] the driver rejected the binary") != std::string::npos,
+      foreign.message());
+  BOOST_TEST(none == nullptr);
+  // What the compiler returns loads: a real binary passes the same check.
+  tg::sdk::Blob bin;
+  BOOST_TEST_REQUIRE(dev.compiler().compile("__kernel void k(__global int* a) { a[0] = 7; }", bin).ok());
+  auto ok = dev.load("k", bin.bytes(), &none);
+  BOOST_TEST_REQUIRE(ok.ok(), ok.message());
+  delete none;
+  none = nullptr;
+  // On PoCL, the same real binary (this device's hash, so PoCL would read on) with its program.bc emptied,
+  // as a racing build leaves it.
+  std::string real(reinterpret_cast<const char*>(bin.bytes().data()), bin.bytes().size());
+  if (real.compare(8, 8, std::string("poclbin\0", 8)) == 0) {
+    size_t end = real.find("program.bc", 16);
+    BOOST_TEST_REQUIRE(end != std::string::npos);
+    end += 10;
+    std::string emptied = real.substr(0, end) + le32(0);
+    auto e = dev.load("k", std::as_bytes(std::span(emptied)), &none);
+    BOOST_TEST(std::string(e.message()).find("program.bc is empty") != std::string::npos, e.message());
+    BOOST_TEST(none == nullptr);
+  }
+}
