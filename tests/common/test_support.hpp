@@ -5,8 +5,12 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <span>
 #include <string>
 #include <system_error>
+#include <vector>
+
+#include "tg/sdk/device.hpp"
 
 namespace tg::test {
 
@@ -35,6 +39,27 @@ struct RemoveScratch {
   ~RemoveScratch() {
     std::error_code ec;
     std::filesystem::remove_all(scratch_dir(), ec);
+  }
+};
+
+// A plugin device buffer holding a copy of `host`, freed with the device's allocator (tests that drive a
+// plugin's raw tg::sdk::Device).
+template <typename T>
+struct PluginBuffer {
+  sdk::Device& dev;
+  sdk::Handle h = nullptr;
+  size_t n;
+  PluginBuffer(sdk::Device& d, const std::vector<T>& host) : dev(d), n(host.size()) {
+    BOOST_TEST_REQUIRE(dev.allocator().alloc(n * sizeof(T), {}, &h).ok());
+    BOOST_TEST_REQUIRE(dev.allocator().copyin(h, std::as_bytes(std::span(host))).ok());
+  }
+  PluginBuffer(const PluginBuffer&) = delete;
+  PluginBuffer& operator=(const PluginBuffer&) = delete;
+  ~PluginBuffer() { dev.allocator().free(h, n * sizeof(T), {}); }
+  std::vector<T> read() {
+    std::vector<T> out(n);
+    BOOST_TEST_REQUIRE(dev.allocator().copyout(std::as_writable_bytes(std::span(out)), h).ok());
+    return out;
   }
 };
 

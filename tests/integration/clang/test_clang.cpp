@@ -21,6 +21,7 @@
 #include <boost/dll/library_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
+#include "common/test_support.hpp"
 #include "tg/sdk/plugin.hpp"
 
 namespace {
@@ -71,23 +72,8 @@ std::unique_ptr<Program> build(Device& dev, const char* kernel, const std::strin
   return std::unique_ptr<Program>(prog);
 }
 
-// A device buffer holding a copy of `host`; freed with the device's allocator.
 template <typename T>
-struct Buffer {
-  Device& dev;
-  Handle h = nullptr;
-  size_t n;
-  Buffer(Device& d, const std::vector<T>& host) : dev(d), n(host.size()) {
-    BOOST_TEST_REQUIRE(dev.allocator().alloc(n * sizeof(T), {}, &h).ok());
-    BOOST_TEST_REQUIRE(dev.allocator().copyin(h, std::as_bytes(std::span(host))).ok());
-  }
-  ~Buffer() { dev.allocator().free(h, n * sizeof(T), {}); }
-  std::vector<T> read() {
-    std::vector<T> out(n);
-    BOOST_TEST_REQUIRE(dev.allocator().copyout(std::as_writable_bytes(std::span(out)), h).ok());
-    return out;
-  }
-};
+using Buffer = tg::test::PluginBuffer<T>;
 
 tg::sdk::LaunchDims tasks(uint32_t n) {
   tg::sdk::LaunchDims d;

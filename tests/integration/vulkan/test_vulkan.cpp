@@ -61,21 +61,7 @@ std::unique_ptr<Program> build(Device& dev, const std::string& src) {
 }
 
 template <typename T>
-struct Buffer {
-  Device& dev;
-  Handle h = nullptr;
-  size_t n;
-  Buffer(Device& d, const std::vector<T>& host) : dev(d), n(host.size()) {
-    BOOST_TEST_REQUIRE(dev.allocator().alloc(n * sizeof(T), {}, &h).ok());
-    BOOST_TEST_REQUIRE(dev.allocator().copyin(h, std::as_bytes(std::span(host))).ok());
-  }
-  ~Buffer() { dev.allocator().free(h, n * sizeof(T), {}); }
-  std::vector<T> read() {
-    std::vector<T> out(n);
-    BOOST_TEST_REQUIRE(dev.allocator().copyout(std::as_writable_bytes(std::span(out)), h).ok());
-    return out;
-  }
-};
+using Buffer = tg::test::PluginBuffer<T>;
 
 // out[i] = a[i] * scale + 0.5 for i < n, one invocation per element. With local = (1,1,1) the device picks
 // the workgroup size (the shader then sees more invocations than the launch's global size and guards).
