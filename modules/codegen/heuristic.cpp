@@ -1,6 +1,7 @@
 // The hand-coded optimization choice: in reduce kernels, upcast the output axes along which some buffer is
-// reused (stride 0), the contiguous one by the vector width, and unroll the last reduce axis; in every
-// kernel, spread the outermost axis that divides over the threads.
+// reused (stride 0), the contiguous one by the vector width (a CPU: a register tile, loops swapped when its
+// reused inputs outgrow the cache), and unroll the last reduce axis; in every kernel, spread the outermost
+// axis that divides over the threads.
 #include <algorithm>
 #include <unordered_map>
 
@@ -14,6 +15,8 @@ namespace {
 constexpr int64_t kMinWork = 4096;      // smaller kernels stay as they are: opts would not pay for themselves
 constexpr int64_t kThreadWork = 65536;  // a kernel spreads over threads from this many loop trips
 constexpr int64_t kMaxUpcast = 64;      // outputs (accumulators) per loop trip
+constexpr int64_t kMaxCpuUpcast = 256;  // on a CPU: 16 vectors of 16
+constexpr int64_t kSwapBytes = 8 << 20;  // reused inputs past this leave the cache between outer trips
 
 // The stride of index expression idx along range r: idx(r=1) - idx(r=0) with every other range at 0; -1 when
 // it is not a constant (a variable, or div/mod that make it uneven).
@@ -33,6 +36,7 @@ int64_t stride(const UOpRef& idx, const UOp* r, const std::vector<const UOp*>& r
 struct Access {
   UOpRef idx;
   bool store = false;
+  int64_t bytes = 0;  // of the whole buffer
 };
 
 }  // namespace
@@ -46,7 +50,11 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
 
   std::vector<Access> acc;
   for (const UOp* u : ast->toposort())
-    if (u->op() == Ops::INDEX && u->src(0)->op() == Ops::DEFINE_GLOBAL) acc.push_back({u->src(1), false});
+    if (u->op() == Ops::INDEX && u->src(0)->op() == Ops::DEFINE_GLOBAL) {
+      DType p = u->src(0)->dtype();
+      acc.push_back(
+          {u->src(1), false, std::max<int64_t>(p.ptr_size(), 0) * static_cast<int64_t>(p.base().itemsize())});
+    }
   for (const UOp* u : ast->toposort())
     if (u->op() == Ops::STORE && u->src(0)->op() == Ops::INDEX)
       for (Access& a : acc)
@@ -67,6 +75,7 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
                        [&](const Access& a) { return a.store && stride(a.idx, ranges[i], ranges) == 1; });
   };
 
+  size_t tiled = 0;  // UPCASTs of reused axes: two make a register tile (contiguous one first)
   if (has_reduce) {
     // Output axes some input is reused along, fewest moving buffers then smallest strides first.
     struct Cand {
@@ -96,14 +105,34 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
       std::stable_sort(cands.begin() + 1, cands.end(), [&](const Cand& a, const Cand& b) {
         return (a.reused & ~cands[0].reused) != 0 && (b.reused & ~cands[0].reused) == 0;
       });
+    // A CPU (no workgroups) has 16 or 32 vector registers: up to 16 vector accumulators, the contiguous
+    // axis two vectors wide and the other one as many rows as fit (matmul: 32 x 8; conv along a width of
+    // 28: 4 x 16), so each loaded vector feeds several multiplies.
+    bool cpu = !caps.has_local;
+    int64_t wide = cpu ? std::min<int64_t>(2 * width, 32) : width, vectors = 1;
     int64_t upcast = 1;
-    for (size_t c = 0; c < cands.size() && c < 2; c++) {
+    if (cands.size() > 2) cands.resize(2);
+    std::stable_sort(cands.begin(), cands.end(),  // the contiguous axis first: it sets the vector count
+                     [&](const Cand& a, const Cand& b) { return contiguous(a.axis) && !contiguous(b.axis); });
+    for (size_t c = 0; c < cands.size(); c++) {
       size_t i = cands[c].axis;
-      int64_t k = amount(i, contiguous(i) ? width : 4);
-      if (k == 0 || upcast * k > kMaxUpcast) continue;
+      int64_t other = cpu ? std::max<int64_t>(4, 16 / vectors) : 4;
+      int64_t k = amount(i, contiguous(i) ? wide : other);
+      if (k > 0 && contiguous(i)) vectors = (k + width - 1) / width;
+      if (k == 0 || upcast * k > (cpu ? kMaxCpuUpcast : kMaxUpcast)) continue;
       opts.push_back({OptOps::UPCAST, static_cast<int64_t>(i), k});
-      size[i] /= k, upcast *= k;
+      size[i] /= k, upcast *= k, tiled++;
     }
+    // Nothing reused along an output axis (a row sum): on a CPU, still upcast the output axis with the
+    // contiguous store so each loop trip runs independent accumulator chains instead of one.
+    if (cpu && upcast == 1)
+      for (size_t i = axes.size(); i-- > 0;)
+        if (!axes[i].reduce && contiguous(i))
+          if (int64_t k = amount(i, width); k > 0) {
+            opts.push_back({OptOps::UPCAST, static_cast<int64_t>(i), k});
+            size[i] /= k;
+            break;
+          }
     // The last reduce axis: small ones fully, others by 4.
     for (size_t i = axes.size(); i-- > 0;) {
       if (!axes[i].reduce) continue;
@@ -125,8 +154,19 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
     for (size_t i = 0; i < axes.size(); i++)
       if (!axes[i].reduce && size[i] >= threads && size[i] % threads == 0) {
         opts.push_back({OptOps::THREAD, static_cast<int64_t>(i), threads});
+        size[i] /= threads;
         break;
       }
+  // A register tile over output axes o (outer) and c (contiguous, inner): with o's loop outside, every
+  // trip of it streams all of the buffers reused along o (a matmul's B) again. When those exceed the
+  // last-level cache the loops swap, so a strip of them stays cached while the other input streams.
+  if (has_reduce && !caps.has_local && tiled == 2 && contiguous(static_cast<size_t>(opts[0].axis))) {
+    int64_t c = opts[0].axis, o = opts[1].axis, big = 0;
+    for (const Access& a : acc)
+      if (!a.store && stride(a.idx, ranges[static_cast<size_t>(o)], ranges) == 0) big += a.bytes;
+    if (o < c && big >= kSwapBytes && size[static_cast<size_t>(o)] > 1 && size[static_cast<size_t>(c)] > 1)
+      opts.push_back({OptOps::SWAP, o, c});
+  }
   return opts;
 }
 

@@ -110,6 +110,16 @@ struct Applier {
     if (o.axis < 0 || o.axis >= static_cast<int64_t>(axes.size()))
       fail(fmt::format("axis out of range (the kernel has {} axes)", axes.size()));
     UOpRef r = axes[static_cast<size_t>(o.axis)];
+    if (o.op == OptOps::SWAP) {
+      if (o.arg < 0 || o.arg >= static_cast<int64_t>(axes.size()) || o.arg == o.axis)
+        fail(fmt::format("the other axis must be a different axis below {}", axes.size()));
+      UOpRef q = axes[static_cast<size_t>(o.arg)];
+      if (!r || !q) fail("an axis split by its full size has no loop left");
+      if (axis_type(r.get()) == AxisType::REDUCE || axis_type(q.get()) == AxisType::REDUCE)
+        fail("SWAP takes two output axes");
+      std::iter_swap(std::find(order.begin(), order.end(), r), std::find(order.begin(), order.end(), q));
+      return;
+    }
     int64_t n = r ? const_size(r.get()) : 1;
     bool reduce = r && axis_type(r.get()) == AxisType::REDUCE;
     if (o.op == OptOps::UNROLL && r && !reduce) fail("UNROLL takes a reduce axis");
@@ -168,6 +178,8 @@ std::string_view opt_op_name(OptOps op) {
       return "UNROLL";
     case OptOps::THREAD:
       return "THREAD";
+    case OptOps::SWAP:
+      return "SWAP";
   }
   return "?";
 }

@@ -18,6 +18,7 @@ enum class OptOps : uint8_t {
   UNROLL,  // a reduce axis split by arg; the inner part is unrolled in the accumulator update, in order
   THREAD,  // an output axis split into arg parallel tasks (core_id / global[0]); each takes a contiguous
            // chunk
+  SWAP,    // output axes axis and arg trade places in the loop nest (their outer parts; no split)
 };
 std::string_view opt_op_name(OptOps op);
 

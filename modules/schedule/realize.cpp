@@ -1,5 +1,6 @@
 // Steps 1 and 2 of the scheduler: clean the tensor graph, fold constants, and decide which nodes become
 // buffers.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -139,6 +140,36 @@ UOpRef fold_reduce(const UOpRef& x) {
   return const_view(device_of(x.get()), x->dtype(), *r, shape_of(x.get()));
 }
 
+// A reduce of many values into few outputs runs on one core with one accumulator chain: split its first
+// reduced axis a into (k, n/k), reduce n/k (and the other reduced axes) into a buffer of k partials per
+// output, then reduce those (tinygrad's split_reduceop). This changes the summation order.
+UOpRef split_reduce(const UOpRef& x) {
+  constexpr int64_t kMinReduce = 32768, kMaxOutputs = 256, kMaxSplit = 1024;
+  const UOp* src = x->src(0).get();
+  const auto& ra = x->arg_as<ReduceArg>();
+  const IntVec& in = shape_of(src);
+  int64_t n_in = prod(in), n_out = prod(shape_of(x.get()));
+  if (n_out == 0 || n_out > kMaxOutputs || n_in / n_out < kMinReduce || is_const_view(src)) return nullptr;
+  IntVec axes = ra.axes;
+  std::sort(axes.begin(), axes.end());
+  for (int64_t a : axes) {  // the first reduced axis with a split of at least 8
+    int64_t n = in[static_cast<size_t>(a)], k = kMaxSplit;
+    while (k >= 8 && (n % k != 0 || n_in / n_out / k < 256)) k /= 2;
+    if (k < 8) continue;
+    IntVec split = in;
+    split[static_cast<size_t>(a)] = n / k;
+    split.insert(split.begin() + a, k);
+    IntVec inner;  // every reduced axis but the k partials: a's rest and the axes after it move one up
+    for (int64_t r : axes) inner.push_back(r < a ? r : r + 1);
+    UOpRef part =
+        UOp::make(Ops::REDUCE_AXIS, x->dtype(), {reshape(src->ref(), split)}, ReduceArg{ra.op, inner});
+    UOpRef buf = UOp::make(Ops::CONTIGUOUS, x->dtype(), {part});
+    UOpRef total = UOp::make(Ops::REDUCE_AXIS, x->dtype(), {buf}, ReduceArg{ra.op, {a}});
+    return reshape(total, shape_of(x.get()));
+  }
+  return nullptr;
+}
+
 bool is_identity_movement(const UOp* m) {
   const IntVec& in = shape_of(m->src(0).get());
   switch (m->op()) {
@@ -192,6 +223,7 @@ const PatternMatcher& pm_cleanup() {
       {any_op(group::Movement, "m"), drop_identity},                // x.reshape(x.shape) -> x
       {UPat::op({Ops::RESHAPE}, {reshaped}, "r"), merge_reshapes},  // reshape(reshape(x)) -> reshape(x)
       {UPat::op({Ops::COPY}, {x, UPat::var("d")}), drop_copy},      // copy(x, x.device) -> x
+      {any_op(OpSet{Ops::REDUCE_AXIS}, "x"), [](Match& m) { return split_reduce(m["x"]); }},  // big r -> two
   };
   return pm;
 }

@@ -166,6 +166,13 @@ BOOST_AUTO_TEST_CASE(matmul_opts_match_noopt) {
       ast, in, ref,
       {{OptOps::UPCAST, 1, 8}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}});
   check_opts(ast, in, ref, {{OptOps::THREAD, 1, 4}, {OptOps::UNROLL, 2, 16}, {OptOps::UPCAST, 0, 8}});
+  // SWAP only reorders the output loops: j's outer loop outside i's.
+  check_opts(ast, in, ref, {{OptOps::SWAP, 0, 1}});
+  check_opts(ast, in, ref,
+             {{OptOps::UPCAST, 1, 8}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2},
+              {OptOps::SWAP, 0, 1}});
+  LinearProgram p = lower_with(ast, c_caps(), {{OptOps::UPCAST, 1, 8}, {OptOps::SWAP, 0, 1}});
+  BOOST_TEST(p.name == "r_4_8_8_16");  // j outer (4), i (8), UPCAST j | k
 }
 
 BOOST_AUTO_TEST_CASE(non_dividing_axis) {
@@ -206,6 +213,13 @@ BOOST_AUTO_TEST_CASE(invalid_opts_name_the_opt) {
   fails_with({OptOps::UNROLL, 0, 2}, "UNROLL takes a reduce axis");
   fails_with({OptOps::UNROLL, 2, 3}, "amount 3 does not divide the axis size 16");
   fails_with({OptOps::UPCAST, 0, 0}, "amount 0 does not divide");
+  fails_with({OptOps::SWAP, 0, 2}, "SWAP takes two output axes");
+  fails_with({OptOps::SWAP, 0, 0}, "the other axis must be a different axis");
+  fails_with({OptOps::SWAP, 1, 5}, "the other axis must be a different axis below 3");
+  BOOST_CHECK_EXCEPTION(lower_with(ast, c_caps(), {{OptOps::UPCAST, 0, 8}, {OptOps::SWAP, 0, 1}}), ValueError,
+                        [](const ValueError& e) {
+                          return std::string(e.what()).find("has no loop left") != std::string::npos;
+                        });
   BOOST_CHECK_THROW(lower_with(ast, c_caps(), {{OptOps::THREAD, 0, 2}, {OptOps::THREAD, 1, 2}}), ValueError);
   sdk::RendererCaps serial = sdk::CDialect::default_caps();
   serial.has_threads = false;
@@ -215,16 +229,29 @@ BOOST_AUTO_TEST_CASE(invalid_opts_name_the_opt) {
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
-  // j: a is reused along it and c is contiguous -> the vector width; i: b is reused -> 4; k by 4; i over
-  // the two threads.
+  // On a CPU: j: a is reused along it and c is contiguous -> two vectors (32); i: b is reused -> 8 rows; k
+  // by 4; i over the two threads.
   std::vector<Opt> want{
-      {OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
+      {OptOps::UPCAST, 1, 32}, {OptOps::UPCAST, 0, 8}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
   UOpRef ast = matmul_ast(64, 64, 64);
   BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
   LinearProgram p = lower_kernel(ast, c_caps());
   BOOST_TEST(opts_str(p.applied_opts) == opts_str(want));
-  BOOST_TEST(p.name == "r_2_8_4_4_16_16_4");  // THREAD, i, j, UPCAST i, UPCAST j | k, UNROLL k
+  BOOST_TEST(p.name == "r_2_4_2_8_32_16_4");  // THREAD, i, j, UPCAST i, UPCAST j | k, UNROLL k
   BOOST_TEST(p.launch_dims({}).global[0] == 2u);
+  {
+    // The chosen tile gives the reference's bytes (one accumulator per output, k in order).
+    std::vector<float> a = ints(64 * 64, 13), b = ints(64 * 64, 7, 3);
+    Bufs in{bytes(std::vector<float>(64 * 64)), bytes(a), bytes(b)};
+    check_opts(ast, in, bytes(matmul_ref(a, b, 64, 64, 64)), want);
+  }
+  {
+    // A workgroup device (registers per work item are few) keeps one vector by 4.
+    sdk::RendererCaps gpu = c_caps();
+    gpu.has_local = true;
+    std::vector<Opt> small{{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 4}};
+    BOOST_TEST(opts_str(hand_coded_optimizations(ast, gpu)) == opts_str(small));
+  }
   {
     env::Scoped noopt(env::NOOPT, 1);
     LinearProgram q = lower_kernel(ast, c_caps());
@@ -236,6 +263,36 @@ BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
   serial.has_threads = false;
   want.pop_back();
   BOOST_TEST(opts_str(hand_coded_optimizations(ast, serial)) == opts_str(want));
+}
+
+BOOST_AUTO_TEST_CASE(heuristic_big_matmul_swaps_loops) {
+  // 2048^3: b (16 MiB, reused along i) would stream from memory once per trip of i's loop; with j's loop
+  // outside, a 32-column strip of b stays cached. 1024^3 (b is 4 MiB) keeps i outside.
+  std::vector<Opt> want{{OptOps::UPCAST, 1, 32}, {OptOps::UPCAST, 0, 8}, {OptOps::UNROLL, 2, 4},
+                        {OptOps::THREAD, 0, 2},  {OptOps::SWAP, 0, 1}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(2048, 2048, 2048), c_caps())) == opts_str(want));
+  want.pop_back();
+  BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(1024, 1024, 1024), c_caps())) == opts_str(want));
+}
+
+BOOST_AUTO_TEST_CASE(heuristic_row_sum) {
+  // out[i] = sum_r x[i, r] for 256 x 256: nothing is reused along i, but on a CPU i is still upcast by the
+  // vector width so 16 independent accumulator chains run per loop trip; r is unrolled by 4.
+  UOpRef i = range(256, 0), r = range(256, 1, AxisType::REDUCE);
+  UOpRef x = glob(1, dtypes::float32, 256 * 256);
+  UOpRef ast = UOp::sink(
+      {end(store(glob(0, dtypes::float32, 256), i, reduce(load(x, i * idx(256) + r), {r}, Ops::ADD)), {i})});
+  std::vector<Opt> want{{OptOps::UPCAST, 0, 16}, {OptOps::UNROLL, 1, 4}, {OptOps::THREAD, 0, 2}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  sdk::RendererCaps gpu = c_caps();
+  gpu.has_local = true;
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, gpu)) == "[UNROLL(axis=1, arg=4)]");
+  // Same bytes as summing each row in order.
+  std::vector<float> xv(256 * 256), out(256, 0.0f);
+  for (size_t n = 0; n < xv.size(); n++) xv[n] = static_cast<float>((n * 7919) % 101) * 0.013f - 0.6f;
+  for (size_t a = 0; a < 256; a++)
+    for (size_t b = 0; b < 256; b++) out[a] += xv[a * 256 + b];
+  check_opts(ast, {bytes(std::vector<float>(256)), bytes(xv)}, bytes(out), want);
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_elementwise_1m) {

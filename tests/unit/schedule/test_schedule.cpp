@@ -1,4 +1,5 @@
 #define BOOST_TEST_MODULE schedule
+#include <algorithm>
 #include <boost/test/unit_test.hpp>
 
 #include "base/env.hpp"
@@ -149,6 +150,38 @@ BOOST_AUTO_TEST_CASE(softmax_values) {
               5});  // exp(x - max) over exp sums: (e^-2, e^-1, 1) / (e^-2 + e^-1 + 1); equal inputs give 1/3
   double e2 = std::exp(-2.0), e1 = std::exp(-1.0), z = e2 + e1 + 1;
   check_close(run(mem, {softmax_last(x)}, 3)[0], {e2 / z, e1 / z, 1 / z, 1.0 / 3, 1.0 / 3, 1.0 / 3});
+}
+
+BOOST_AUTO_TEST_CASE(big_reduce_is_split_in_two) {
+  // 2^16 values into one: 256 partial sums of 256 first (r_256_256), then their sum (r_256).
+  Memory mem;
+  UOpRef x = input({1 << 16});
+  std::vector<double> xv(1 << 16);
+  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<double>(i % 16);  // partial sums stay exact
+  mem.set(x, xv);
+  BecomesMap becomes;
+  auto items = schedule({sum(x, {0})}, &becomes);
+  BOOST_REQUIRE(items.size() == 2u);
+  BOOST_TEST(items[0].name() == "r_256_256");
+  BOOST_TEST(items[1].name() == "r_256");
+  check_close(run(mem, {sum(x, {0})}, 2)[0], {4096.0 * 120});
+  // max over rows of 2^15, two outputs: each row's 2^15 values in 128 partials of 256.
+  UOpRef y = input({2, 1 << 15});
+  std::vector<double> yv(1 << 16);
+  for (size_t i = 0; i < yv.size(); i++) yv[i] = static_cast<double>((i * 7919) % 65521);
+  mem.set(y, yv);
+  double m0 = *std::max_element(yv.begin(), yv.begin() + (1 << 15));
+  double m1 = *std::max_element(yv.begin() + (1 << 15), yv.end());
+  check_close(run(mem, {reduce(y, Ops::MAX, {1})}, 2)[0], {m0, m1});
+  // A sum over both axes of 2 x 2^15: axis 0 has no split of 8, so axis 1 is: 256 partials of 2 x 128.
+  UOpRef z = input({2, 1 << 15});
+  mem.set(z, xv);
+  auto zitems = schedule({sum(z, {0, 1})});
+  BOOST_REQUIRE(zitems.size() == 2u);
+  BOOST_TEST(zitems[0].name() == "r_256_2_128");
+  check_close(run(mem, {sum(z, {0, 1})}, 2)[0], {4096.0 * 120});
+  // Below the threshold (2^15 values per output) one kernel does it all.
+  BOOST_TEST(schedule({sum(input({1 << 14}), {0})}).size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(arange_and_argmax_values) {
