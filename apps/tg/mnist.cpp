@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "apps/tg/commands.hpp"
 #include "apps/tg/mnist_model.hpp"
 #include "base/error.hpp"
+#include "engine/jit.hpp"
 #include "nn/datasets.hpp"
 #include "nn/losses.hpp"
 #include "nn/lr_scheduler.hpp"
@@ -154,6 +156,18 @@ int train_mnist(Args args) {
   nn::BatchSampler sampler(static_cast<int64_t>(data.y_train.size()), batch, true, static_cast<uint64_t>(seed),
                            true);
   fmt::print("training: {} steps of batch {}, Adam with one-cycle lr (max {})\n", steps, batch, lr);
+  // One step under the JIT: from the third step on its kernels are replayed (no scheduling or compiling).
+  // The lr tensor the schedule writes and every parameter and moment stay bound to the captured kernels.
+  Jit train_step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    Tensor loss = nn::cross_entropy((*model)(in[0]), in[1]);
+    opt.zero_grad();
+    loss.backward();
+    std::vector<Tensor> todo = opt.schedule_step();
+    todo.push_back(loss);
+    Tensor::realize_all(todo);
+    opt.zero_grad();  // the lazy gradients would keep this step's activations alive
+    return {loss};
+  });
 
   bool tty = isatty(fileno(stdout));
   auto start = std::chrono::steady_clock::now();
@@ -163,12 +177,7 @@ int train_mnist(Args args) {
     if (b == 0 && step > 1) sampler.set_epoch(sampler.epoch() + 1);
     std::vector<int64_t> rows = sampler.batch(b);
     model->train();
-    Tensor loss = nn::cross_entropy((*model)(images(data.x_train, rows)), labels(data.y_train, rows));
-    opt.zero_grad();
-    loss.backward();
-    std::vector<Tensor> todo = opt.schedule_step();
-    todo.push_back(loss);
-    Tensor::realize_all(todo);
+    Tensor loss = train_step({images(data.x_train, rows), labels(data.y_train, rows)})[0];
     sched.step();
     float l = loss.item<float>();
     if (!std::isfinite(l)) throw ValueError("train-mnist", fmt::format("the loss is {} at step {}", l, step));

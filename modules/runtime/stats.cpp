@@ -7,15 +7,17 @@
 namespace tg {
 
 namespace {
-std::array<std::atomic<uint64_t>, 4>& counters() {
-  static std::array<std::atomic<uint64_t>, 4> c{};
+constexpr size_t kStats = static_cast<size_t>(Stat::beam_cache_hits) + 1;
+std::array<std::atomic<uint64_t>, kStats>& counters() {
+  static std::array<std::atomic<uint64_t>, kStats> c{};
   return c;
 }
 uint64_t read(Stat s) { return counters()[static_cast<size_t>(s)].load(std::memory_order_relaxed); }
 }  // namespace
 
 RuntimeStats runtime_stats() {
-  return {read(Stat::compiled), read(Stat::disk_hits), read(Stat::memory_hits), read(Stat::launched)};
+  return {read(Stat::compiled), read(Stat::disk_hits), read(Stat::memory_hits), read(Stat::launched),
+          read(Stat::scheduled), read(Stat::beam_searched), read(Stat::beam_cache_hits)};
 }
 
 void count_stat(Stat s, uint64_t n) {

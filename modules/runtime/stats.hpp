@@ -1,5 +1,6 @@
 #pragma once
-// Process-wide runtime counters: kernels compiled, program cache hits (memory and disk), launches.
+// Process-wide runtime counters: kernels compiled, program cache hits (memory and disk), launches,
+// scheduled graphs, BEAM searches and BEAM cache hits.
 // DEBUG output and tests read them; `runtime_stats()` is a consistent-enough snapshot.
 #include <cstdint>
 
@@ -10,9 +11,12 @@ struct RuntimeStats {
   uint64_t disk_hits = 0;    // binaries read from the on-disk program cache instead
   uint64_t memory_hits = 0;  // kernels found already loaded in this process
   uint64_t launched = 0;     // kernel launches
+  uint64_t scheduled = 0;    // graphs scheduled (realizes that ran the scheduler)
+  uint64_t beam_searched = 0;    // BEAM searches run (kernels whose opts were found by timing candidates)
+  uint64_t beam_cache_hits = 0;  // BEAM results read from the on-disk cache instead
 };
 
-enum class Stat { compiled, disk_hits, memory_hits, launched };
+enum class Stat { compiled, disk_hits, memory_hits, launched, scheduled, beam_searched, beam_cache_hits };
 
 RuntimeStats runtime_stats();
 void count_stat(Stat s, uint64_t n = 1);

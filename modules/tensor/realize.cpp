@@ -17,6 +17,7 @@
 #include "base/log.hpp"
 #include "codegen/estimate.hpp"
 #include "codegen/lower.hpp"
+#include "runtime/beam.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/check.hpp"
 #include "runtime/disk_cache.hpp"
@@ -64,6 +65,9 @@ struct DeviceStorage {
   std::shared_ptr<Buffer> buf;
   ~DeviceStorage() { table().remove(id); }
 };
+
+// The JIT's recorder on this thread, if a capture is active (CaptureScope).
+thread_local CaptureLog* active_capture = nullptr;
 
 int64_t buffer_id(const UOp& buffer) { return buffer.src(0)->arg_as<int64_t>(); }
 std::string buffer_device(const UOp& buffer) { return buffer.src(1)->arg_as<std::string>(); }
@@ -149,7 +153,20 @@ KernelCache& kernel_cache() {
   return *c;
 }
 
-std::shared_ptr<const CompiledKernel> compile_kernel(Device& dev, const UOpRef& ast) {
+// What BEAM times a kernel with: its buffers' sizes and the variable values of this realize.
+BeamInputs beam_inputs(const ScheduleItem& si, const VarVals& var_vals) {
+  BeamInputs in;
+  for (const UOpRef& b : si.bufs) {
+    auto item = static_cast<int64_t>(b->dtype().itemsize());
+    in.buf_nbytes.push_back(b->op() == Ops::BUFFER ? b->arg_as<int64_t>() * item : 0);
+  }
+  for (const auto& [v, val] : var_vals) in.var_vals.emplace_back(v->arg_as<VarArg>().name, val);
+  return in;
+}
+
+std::shared_ptr<const CompiledKernel> compile_kernel(Device& dev, const ScheduleItem& si,
+                                                     const VarVals& var_vals) {
+  const UOpRef& ast = si.ast;
   std::string key = fmt::format("{}|{}", dev.str(), static_cast<const void*>(ast.get()));
   KernelCache& cache = kernel_cache();
   {
@@ -162,7 +179,10 @@ std::shared_ptr<const CompiledKernel> compile_kernel(Device& dev, const UOpRef& 
   auto k = std::make_shared<CompiledKernel>();
   k->ast = ast;
   // DEBUG: 3 applied opts and 6 linear uops come from lower_kernel, 5 the AST from the scheduler.
-  k->prog = lower_kernel(ast, dev.caps());
+  LowerOptions options;
+  if (int width = beam_width(); width > 0 && env::NOOPT == 0)
+    options.opts = beam_search(dev, ast, width, beam_inputs(si, var_vals));
+  k->prog = lower_kernel(ast, dev.caps(), options);
   const std::vector<const UOp*> view = k->prog.view();
   sdk::Blob source;
   check(dev.renderer().render(k->prog.name, view, source), "render", k->prog.name);
@@ -195,14 +215,20 @@ void log_launch(Device& dev, const LinearProgram& prog, const sdk::LaunchDims& d
 void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
                 std::vector<std::shared_ptr<DeviceStorage>>& keep) {
   Device& dev = tg::device(buffer_device(*si.bufs.at(0)));
-  std::shared_ptr<const CompiledKernel> k = compile_kernel(dev, si.ast);
+  std::shared_ptr<const CompiledKernel> k = compile_kernel(dev, si, var_vals);
   const LinearProgram& prog = k->prog;
   std::vector<sdk::Handle> handles;
   std::vector<int64_t> nbytes;
+  CapturedLaunch* rec = active_capture ? &active_capture->launches.emplace_back() : nullptr;
+  if (rec) rec->name = prog.name, rec->program = k->program;
   for (const BufferArg& a : prog.bufs) {
     std::shared_ptr<DeviceStorage> s = storage_for(*si.bufs.at(static_cast<size_t>(a.index)));
     handles.push_back(s->buf->handle());
     nbytes.push_back(static_cast<int64_t>(s->buf->nbytes()));
+    if (rec) {
+      rec->buffer_ids.push_back(s->id), rec->buffers.push_back(s->buf), rec->holds.push_back(s);
+      rec->written.push_back(a.written);
+    }
     keep.push_back(std::move(s));
   }
   std::vector<int64_t> vals;
@@ -215,6 +241,7 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
   }
   double seconds = 0;
   sdk::LaunchDims dims = prog.launch_dims(vals);
+  if (rec) rec->vals = vals, rec->dims = dims;
   check(k->program->launch(handles, vals, dims, true, &seconds), "launch", prog.name);
   count_stat(Stat::launched);
   if (env::DEBUG >= 2) log_launch(dev, prog, dims, vals, nbytes, seconds);
@@ -225,6 +252,12 @@ void run_copy(const ScheduleItem& si, std::vector<std::shared_ptr<DeviceStorage>
   std::vector<std::byte> bytes(src->buf->nbytes());
   src->buf->copyout(bytes);
   dst->buf->copyin(bytes);
+  if (active_capture) {
+    CapturedLaunch& rec = active_capture->launches.emplace_back();
+    rec.name = fmt::format("copy_{}", bytes.size());
+    rec.buffer_ids = {dst->id, src->id}, rec.buffers = {dst->buf, src->buf}, rec.holds = {dst, src};
+    rec.written = {true, false};
+  }
   keep.push_back(dst), keep.push_back(src);
 }
 
@@ -273,6 +306,7 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
     Timer t;
     uint64_t compiled = runtime_stats().compiled;
     std::vector<ScheduleItem> items = create_schedule(UOp::sink(targets), becomes, &var_vals);
+    count_stat(Stat::scheduled);
     for (const ScheduleItem& si : items) si.is_copy() ? run_copy(si, keep) : run_kernel(si, var_vals, keep);
     debug_log(1, "realized {} kernel{} ({} compiled) in {:.3f} ms", items.size(),
               items.size() == 1 ? "" : "s", runtime_stats().compiled - compiled, t.seconds() * 1e3);
@@ -295,6 +329,7 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
     }
     // Folded constants (and anything else without a buffer) are small: evaluate them on the host.
     auto lookup = [](const UOp& b) -> std::shared_ptr<host::Storage> {
+      if (active_capture) active_capture->host_reads.push_back("a value computed on the host");
       auto s = std::make_shared<host::Storage>();
       std::shared_ptr<DeviceStorage> d = storage_of(b);
       s->dtype = d->dtype;
@@ -312,11 +347,18 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
 
 void copy_to_host(const UOpRef& buffer, std::span<std::byte> dst) {
   std::shared_ptr<DeviceStorage> b = storage_of(*buffer);
+  if (active_capture)
+    active_capture->host_reads.push_back(fmt::format("a copy of buffer {} to the host", b->id));
   if (dst.size() > b->buf->nbytes())
     throw ValueError("copyout",
                      fmt::format("asked for {} bytes of a {}-byte buffer", dst.size(), b->buf->nbytes()));
   b->buf->copyout(dst);
 }
+
+CaptureScope::CaptureScope(CaptureLog& log) : prev_(active_capture) { active_capture = &log; }
+CaptureScope::~CaptureScope() { active_capture = prev_; }
+
+std::shared_ptr<Buffer> device_buffer(const UOpRef& buffer) { return storage_of(*buffer)->buf; }
 
 std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef> roots) {
   std::vector<UOpRef> targets = realize_targets(roots);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/dtype.hpp"
+#include "tg/sdk/program.hpp"
 #include "uop/uop.hpp"
 
 namespace tg {
@@ -55,5 +56,38 @@ void copy_to_host(const UOpRef& buffer, std::span<std::byte> dst);
 
 // The kernels realize_uops would run for these roots, without running them.
 std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef> roots);
+
+// ---- capture, for the JIT (engine/jit.hpp replays what is recorded here) ----
+class Buffer;  // runtime/buffer.hpp
+
+// One launch realize_uops ran while a capture was active: a kernel, or a copy (no program, buffers
+// {dst, src}). Arguments are in launch order.
+struct CapturedLaunch {
+  std::string name;
+  std::shared_ptr<sdk::Program> program;  // null for a copy
+  std::vector<int64_t> buffer_ids;        // UNIQUE id of each argument's BUFFER
+  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<std::weak_ptr<const void>> holds;  // the BufferHold of each argument: expired = no tensor holds it
+  std::vector<bool> written;
+  std::vector<int64_t> vals;
+  sdk::LaunchDims dims;
+};
+struct CaptureLog {
+  std::vector<CapturedLaunch> launches;
+  std::vector<std::string> host_reads;  // device data read on the host during the capture (a replay would not)
+};
+// While alive, every kernel launch and copy realize_uops runs on this thread is appended to log.
+class CaptureScope {
+ public:
+  explicit CaptureScope(CaptureLog& log);
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+
+ private:
+  CaptureLog* prev_;
+};
+// The device storage behind a live BUFFER UOp.
+std::shared_ptr<Buffer> device_buffer(const UOpRef& buffer);
 
 }  // namespace tg

@@ -18,7 +18,7 @@ class Compiler {
   // --- required ---
   // Compiler id, version, flags and target arch, e.g. "clang-14.0.6 -O2 -march=znver3".
   virtual std::string_view cache_key() const noexcept = 0;
-  // On failure return Code::compile_error with the compiler's log as the message.
+  // On failure return Code::compile_error with the compiler's log. May run on several threads at once.
   virtual Status compile(std::string_view source, Blob& binary) noexcept = 0;
 
   // --- optional ---

@@ -1,0 +1,303 @@
+// tg::jit: warm-up, capture (tensor/realize.hpp records the launches), memory planning of the captured
+// intermediates, and replay.
+#include "engine/jit.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "base/log.hpp"
+#include "runtime/buffer.hpp"
+#include "runtime/check.hpp"
+#include "runtime/stats.hpp"
+
+namespace tg {
+
+namespace {
+
+// "(256, 10)", "(5,)", "()": the way a user writes the shape.
+std::string shape_text(const Shape& s) {
+  if (s.size() == 1) return fmt::format("({},)", s[0]);
+  return fmt::format("({})", fmt::join(s, ", "));
+}
+
+std::string bytes_text(int64_t b) {
+  if (b >= (int64_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1 << 20));
+  if (b >= (int64_t{1} << 10)) return fmt::format("{:.1f} KiB", static_cast<double>(b) / (1 << 10));
+  return fmt::format("{} B", b);
+}
+
+// Captures in progress on this thread: a jitted function called inside another's capture runs as a plain
+// function, so the outer capture records its kernels.
+thread_local int capture_depth = 0;
+
+struct InputSig {
+  Shape shape;
+  DType dtype;
+  std::string device;
+  bool operator==(const InputSig&) const = default;
+};
+
+// The BUFFER a realized tensor is a whole view of.
+const UOpRef& buffer_uop(const Tensor& t) {
+  const UOpRef& u = t.uop();
+  return u->op() == Ops::RESHAPE ? u->src(0) : u;
+}
+int64_t buffer_uid(const Tensor& t) { return buffer_uop(t)->src(0)->arg_as<int64_t>(); }
+
+// One captured launch, ready to replay: handles of bound buffers filled in, input arguments patched per call.
+struct Launch {
+  std::string name;
+  std::shared_ptr<sdk::Program> program;  // null for a copy
+  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<sdk::Handle> handles;
+  std::vector<std::pair<size_t, size_t>> input_args;  // (argument, input index)
+  std::vector<int64_t> vals;
+  sdk::LaunchDims dims;
+};
+
+struct Capture {
+  std::vector<InputSig> sig;
+  std::vector<Launch> launches;
+  std::vector<Tensor> outputs;
+  std::vector<int> output_input;  // output i is input j's buffer (-1: its own)
+  JitInfo info;
+};
+
+// What the planner knows of one buffer of the capture.
+struct BufferUse {
+  std::shared_ptr<Buffer> buffer;
+  size_t first = 0, last = 0;
+  bool first_written = false, alive = false;
+};
+
+// Intermediates (written before read, held by no tensor after fn returned) get storage shared by
+// lifetime: greedy over launches in order, best fit among free storages of the same device.
+std::unordered_map<int64_t, std::shared_ptr<Buffer>> plan_intermediates(
+    const std::map<int64_t, BufferUse>& uses, size_t n_launches, JitInfo& info) {
+  struct Slot {
+    Device* device;
+    size_t nbytes = 0;
+    bool busy = true;
+    std::vector<int64_t> members;
+  };
+  std::vector<std::vector<int64_t>> starts(n_launches), ends(n_launches);
+  for (const auto& [id, u] : uses) {
+    if (u.alive || !u.first_written || u.buffer->base()) continue;
+    starts[u.first].push_back(id), ends[u.last].push_back(id);
+  }
+  std::vector<Slot> slots;
+  std::unordered_map<int64_t, size_t> slot_of;
+  for (size_t i = 0; i < n_launches; i++) {
+    for (int64_t id : starts[i]) {
+      const Buffer& b = *uses.at(id).buffer;
+      info.intermediates++, info.intermediate_bytes += static_cast<int64_t>(b.nbytes());
+      size_t best = slots.size(), best_cost = SIZE_MAX;
+      for (size_t s = 0; s < slots.size(); s++) {
+        if (slots[s].busy || slots[s].device != &b.device()) continue;
+        size_t have = slots[s].nbytes, need = b.nbytes();
+        size_t cost = have >= need ? have - need : (size_t{1} << 62) + (need - have);
+        if (cost < best_cost) best = s, best_cost = cost;
+      }
+      if (best == slots.size()) slots.push_back(Slot{&b.device(), 0, true, {}});
+      slots[best].busy = true, slots[best].nbytes = std::max(slots[best].nbytes, b.nbytes());
+      slots[best].members.push_back(id);
+      slot_of[id] = best;
+    }
+    for (int64_t id : ends[i]) slots[slot_of.at(id)].busy = false;
+  }
+  std::unordered_map<int64_t, std::shared_ptr<Buffer>> placed;
+  for (const Slot& s : slots) {
+    info.planned_bytes += static_cast<int64_t>(s.nbytes);
+    auto storage = std::make_shared<Buffer>(*s.device, s.nbytes);
+    for (int64_t id : s.members) placed[id] = storage;
+  }
+  info.planned_buffers = slots.size();
+  return placed;
+}
+
+}  // namespace
+
+struct Jit::Impl {
+  Fn fn;
+  JitOptions opts;
+  size_t calls = 0, n_inputs = 0;
+  std::vector<Capture> captures;
+
+  // Checks and realizes the inputs; returns their signature.
+  std::vector<InputSig> prepare(std::span<const Tensor> inputs) {
+    if (calls > 0 && inputs.size() != n_inputs)
+      throw ValueError("jit",
+                       fmt::format("called with {} input{}, but the function was called with {} before",
+                                   inputs.size(), inputs.size() == 1 ? "" : "s", n_inputs));
+    for (size_t i = 0; i < inputs.size(); i++)
+      if (!inputs[i].defined()) throw ValueError("jit", fmt::format("input {} is undefined", i));
+    Tensor::realize_all(std::vector<Tensor>(inputs.begin(), inputs.end()));
+    std::vector<InputSig> sig;
+    std::unordered_map<int64_t, size_t> seen;
+    for (size_t i = 0; i < inputs.size(); i++) {
+      if (buffer_uop(inputs[i])->op() != Ops::BUFFER)
+        throw ValueError("jit", fmt::format("input {} did not realize to a buffer", i));
+      if (auto [it, fresh] = seen.emplace(buffer_uid(inputs[i]), i); !fresh)
+        throw ValueError(
+            "jit", fmt::format("inputs {} and {} are the same buffer; pass distinct tensors", it->second, i));
+      sig.push_back({inputs[i].shape(), inputs[i].dtype(), inputs[i].device()});
+    }
+    return sig;
+  }
+
+  // The error for inputs that match no capture, naming the first difference from the first capture.
+  [[noreturn]] static void mismatch(const std::vector<InputSig>& got, const std::vector<InputSig>& want) {
+    for (size_t i = 0; i < got.size(); i++) {
+      if (got[i].shape != want[i].shape)
+        throw ShapeError("jit", fmt::format("input {}: shape {} differs from the captured {}", i,
+                                            shape_text(got[i].shape), shape_text(want[i].shape)));
+      if (got[i].dtype != want[i].dtype)
+        throw DTypeError("jit", fmt::format("input {}: dtype {} differs from the captured {}", i,
+                                            got[i].dtype.name(), want[i].dtype.name()));
+      if (got[i].device != want[i].device)
+        throw DeviceError("jit", fmt::format("input {}: device {} differs from the captured {}", i,
+                                             got[i].device, want[i].device));
+    }
+    throw ValueError("jit", "inputs differ from the captured ones");
+  }
+
+  // fn's results, realized, as fresh tensors on their buffers (no autograd history keeps graphs alive).
+  std::vector<Tensor> run(std::span<const Tensor> inputs) {
+    std::vector<Tensor> outs = fn(inputs);
+    for (size_t i = 0; i < outs.size(); i++)
+      if (!outs[i].defined()) throw ValueError("jit", fmt::format("output {} is undefined", i));
+    Tensor::realize_all(outs);
+    std::vector<Tensor> plain;
+    for (const Tensor& t : outs) plain.emplace_back(t.uop(), t.device(), t.holds());
+    return plain;
+  }
+
+  Capture capture(std::span<const Tensor> inputs, std::vector<InputSig> sig) {
+    CaptureLog log;
+    Capture c;
+    c.sig = std::move(sig);
+    {
+      CaptureScope scope(log);
+      capture_depth++;
+      try {
+        c.outputs = run(inputs);
+      } catch (...) {
+        capture_depth--;
+        throw;
+      }
+      capture_depth--;
+    }
+    if (!log.host_reads.empty())
+      throw ValueError("jit",
+                       fmt::format("the function read device data on the host ({}: item(), to_vector() "
+                                   "or printing); a replay cannot repeat that, return the tensor instead",
+                                   log.host_reads[0]));
+    if (log.launches.empty())
+      throw ValueError("jit", "the function realized nothing: there are no kernels to capture");
+
+    std::unordered_map<int64_t, size_t> input_of;
+    for (size_t i = 0; i < inputs.size(); i++) input_of[buffer_uid(inputs[i])] = i;
+    for (const Tensor& o : c.outputs) {
+      auto it = input_of.find(buffer_uid(o));
+      c.output_input.push_back(it == input_of.end() ? -1 : static_cast<int>(it->second));
+    }
+    // Lifetimes; a buffer some tensor still holds (fn's locals are gone by now) is bound, never shared.
+    std::map<int64_t, BufferUse> uses;
+    for (size_t i = 0; i < log.launches.size(); i++) {
+      const CapturedLaunch& l = log.launches[i];
+      for (size_t a = 0; a < l.buffer_ids.size(); a++) {
+        auto [it, fresh] = uses.try_emplace(l.buffer_ids[a]);
+        BufferUse& u = it->second;
+        if (fresh) u.buffer = l.buffers[a], u.first = i, u.first_written = l.written[a];
+        u.last = i;
+        u.alive = u.alive || !l.holds[a].expired() || input_of.count(l.buffer_ids[a]);
+      }
+    }
+    std::unordered_map<int64_t, std::shared_ptr<Buffer>> placed =
+        plan_intermediates(uses, log.launches.size(), c.info);
+    for (CapturedLaunch& l : log.launches) {
+      Launch& r = c.launches.emplace_back();
+      r.name = std::move(l.name), r.program = std::move(l.program), r.vals = std::move(l.vals),
+      r.dims = l.dims;
+      for (size_t a = 0; a < l.buffer_ids.size(); a++) {
+        int64_t id = l.buffer_ids[a];
+        std::shared_ptr<Buffer> b = l.buffers[a];
+        if (auto in = input_of.find(id); in != input_of.end()) {
+          r.input_args.emplace_back(a, in->second);
+          b = nullptr;  // the capture's input is not kept: every replay brings its own
+        } else if (auto p = placed.find(id); p != placed.end()) {
+          b = p->second;
+        }
+        r.handles.push_back(b ? b->handle() : nullptr);
+        r.buffers.push_back(std::move(b));
+      }
+    }
+    c.info.launches = c.launches.size();
+    debug_log(1, "jit: captured {} kernels, intermediates {} -> {} ({} buffers -> {})", c.launches.size(),
+              bytes_text(c.info.intermediate_bytes), bytes_text(c.info.planned_bytes), c.info.intermediates,
+              c.info.planned_buffers);
+    return c;
+  }
+
+  static std::vector<Tensor> replay(Capture& c, std::span<const Tensor> inputs) {
+    Timer t;
+    std::vector<std::shared_ptr<Buffer>> in;
+    for (const Tensor& x : inputs) in.push_back(device_buffer(buffer_uop(x)));
+    for (Launch& l : c.launches) {
+      for (auto [a, i] : l.input_args) l.buffers[a] = in[i], l.handles[a] = in[i]->handle();
+      if (l.program) {
+        double seconds = 0;
+        check(l.program->launch(l.handles, l.vals, l.dims, true, &seconds), "launch", l.name);
+        count_stat(Stat::launched);
+        debug_log(2, "jit    {:<20} {:>10.2f} us", l.name, seconds * 1e6);
+      } else {
+        std::vector<std::byte> bytes(l.buffers[1]->nbytes());
+        l.buffers[1]->copyout(bytes);
+        l.buffers[0]->copyin(bytes);
+      }
+      for (auto [a, i] : l.input_args) l.buffers[a] = nullptr;
+    }
+    debug_log(1, "jit: replayed {} kernels in {:.3f} ms", c.launches.size(), t.seconds() * 1e3);
+    std::vector<Tensor> out = c.outputs;
+    for (size_t i = 0; i < out.size(); i++)
+      if (c.output_input[i] >= 0) out[i] = inputs[static_cast<size_t>(c.output_input[i])];
+    return out;
+  }
+
+  std::vector<Tensor> call(std::span<const Tensor> inputs) {
+    std::vector<InputSig> sig = prepare(inputs);
+    n_inputs = inputs.size();
+    size_t call_no = calls++;
+    if (env::JIT.value() == 0 || capture_depth > 0) return run(inputs);
+    for (Capture& c : captures)
+      if (c.sig == sig) return replay(c, inputs);
+    if (!captures.empty() && captures.size() >= static_cast<size_t>(std::max(opts.max_captures, 1)))
+      mismatch(sig, captures[0].sig);
+    if (call_no == 0) return run(inputs);  // warm-up
+    captures.push_back(capture(inputs, std::move(sig)));
+    return captures.back().outputs;
+  }
+};
+
+Jit::Jit(Fn fn, JitOptions opts) : impl_(std::make_unique<Impl>()) {
+  if (!fn) throw ValueError("jit", "the function is empty");
+  impl_->fn = std::move(fn), impl_->opts = opts;
+}
+Jit::~Jit() = default;
+Jit::Jit(Jit&&) noexcept = default;
+Jit& Jit::operator=(Jit&&) noexcept = default;
+
+std::vector<Tensor> Jit::operator()(std::span<const Tensor> inputs) { return impl_->call(inputs); }
+size_t Jit::calls() const { return impl_->calls; }
+size_t Jit::captures() const { return impl_->captures.size(); }
+JitInfo Jit::info() const { return impl_->captures.empty() ? JitInfo{} : impl_->captures.back().info; }
+void Jit::reset() { impl_->captures.clear(), impl_->calls = 0; }
+
+}  // namespace tg

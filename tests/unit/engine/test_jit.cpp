@@ -1,0 +1,316 @@
+#define BOOST_TEST_MODULE engine_jit
+// tg::jit: replayed results against hand-computed and PyTorch values, no scheduling or compiling on
+// replay, input checks, and the memory planner of captured intermediates.
+#include <boost/test/unit_test.hpp>
+#include "common/test_support.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/env.hpp"
+#include "base/error.hpp"
+#include "engine/jit.hpp"
+#include "nn/optim.hpp"
+#include "runtime/stats.hpp"
+#include "tensor/tensor.hpp"
+
+using namespace tg;
+using tg::test::expect_error;
+using json = nlohmann::json;
+
+namespace {
+
+const json& reference() {
+  static const json j = [] {
+    std::ifstream f(TG_JIT_REFERENCE);
+    if (!f) throw std::runtime_error("cannot open the reference vectors " TG_JIT_REFERENCE);
+    return json::parse(f);
+  }();
+  return j;
+}
+
+Tensor tensor_of(const json& t) {
+  return Tensor(t.at("data").get<std::vector<float>>(), t.at("shape").get<Shape>());
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); i++)
+    BOOST_CHECK_MESSAGE(std::abs(got[i] - want[i]) <= tol * std::max(1.0, std::abs(want[i])),
+                        "element " << i << ": got " << got[i] << ", want " << want[i]);
+}
+
+// Deterministic inputs that differ per call: v[i] = sin(seed * 7 + i) * 2.
+std::vector<float> data(int seed, size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = static_cast<float>(std::sin(seed * 7.0 + static_cast<double>(i)) * 2);
+  return v;
+}
+
+// f(x, y) = ((x*2+1).relu()*y).sum(1), by hand.
+std::vector<double> f_by_hand(const std::vector<float>& x, const std::vector<float>& y, size_t rows,
+                              size_t cols) {
+  std::vector<double> out(rows, 0.0);
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < cols; c++) out[r] += std::max(0.0f, x[r * cols + c] * 2 + 1) * y[r * cols + c];
+  return out;
+}
+
+Jit::Fn f_xy(int* calls = nullptr) {
+  return [calls](std::span<const Tensor> in) -> std::vector<Tensor> {
+    if (calls) ++*calls;
+    return {((in[0] * 2 + 1).relu() * in[1]).sum(1)};
+  };
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(replay_gives_new_results_without_calling_fn) {
+  int calls = 0;
+  Jit f = jit(f_xy(&calls));
+  for (int step = 0; step < 5; step++) {
+    std::vector<float> x = data(step, 12), y = data(step + 100, 12);
+    std::vector<Tensor> out = f({Tensor(x, {4, 3}), Tensor(y, {4, 3})});
+    BOOST_REQUIRE_EQUAL(out.size(), 1u);
+    BOOST_TEST_CONTEXT("call " << step + 1) {
+      check_close(out[0].to_vector<float>(), f_by_hand(x, y, 4, 3), 1e-5);
+    }
+  }
+  BOOST_CHECK_EQUAL(calls, 2);  // warm-up and capture; the rest were replays
+  BOOST_CHECK_EQUAL(f.calls(), 5u);
+  BOOST_CHECK_EQUAL(f.captures(), 1u);
+  BOOST_CHECK_EQUAL(f.info().launches, 1u);  // one fused kernel
+}
+
+BOOST_AUTO_TEST_CASE(replay_does_not_schedule_or_compile) {
+  Jit f = jit(f_xy());
+  for (int step = 0; step < 2; step++)
+    f({Tensor(data(step, 12), {4, 3}), Tensor(data(step + 1, 12), {4, 3})});
+  // inputs are realized before the stats are read: creating them is not the JIT's work
+  Tensor x = Tensor(data(5, 12), {4, 3}).realize(), y = Tensor(data(6, 12), {4, 3}).realize();
+  RuntimeStats before = runtime_stats();
+  std::vector<Tensor> out = f({x, y});
+  RuntimeStats after = runtime_stats();
+  BOOST_CHECK_EQUAL(after.scheduled, before.scheduled);
+  BOOST_CHECK_EQUAL(after.compiled, before.compiled);
+  BOOST_CHECK_EQUAL(after.disk_hits, before.disk_hits);
+  BOOST_CHECK_EQUAL(after.memory_hits, before.memory_hits);
+  BOOST_CHECK_EQUAL(after.launched, before.launched + 1);
+  check_close(out[0].to_vector<float>(), f_by_hand(data(5, 12), data(6, 12), 4, 3), 1e-5);
+}
+
+// Linear-ReLU-Linear, cross-entropy, five optimizer steps on a new batch each, all inside the JIT.
+void train_case(const char* name) {
+  const json& ref = reference();
+  const json& st = ref["state"];
+  Tensor w1 = tensor_of(st["0.weight"]).contiguous().realize().requires_grad_();
+  Tensor b1 = tensor_of(st["0.bias"]).contiguous().realize().requires_grad_();
+  Tensor w2 = tensor_of(st["2.weight"]).contiguous().realize().requires_grad_();
+  Tensor b2 = tensor_of(st["2.bias"]).contiguous().realize().requires_grad_();
+  std::vector<Tensor> params{w1, b1, w2, b2};
+  std::unique_ptr<nn::optim::Optimizer> opt;
+  if (std::string(name) == "adam")
+    opt = std::make_unique<nn::optim::Adam>(params, 0.01);
+  else
+    opt = std::make_unique<nn::optim::SGD>(params, 0.1, 0.9);
+  Jit step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    Tensor loss = in[0].linear(w1.transpose(), b1).relu().linear(w2.transpose(), b2).cross_entropy(in[1]);
+    opt->zero_grad();
+    loss.backward();
+    std::vector<Tensor> todo = opt->schedule_step();
+    todo.push_back(loss);
+    Tensor::realize_all(todo);
+    opt->zero_grad();
+    return {loss};
+  });
+  const json& c = ref["cases"][name];
+  RuntimeStats after_capture;
+  for (size_t s = 0; s < 5; s++) {
+    Tensor x = tensor_of(ref["x"][s]), y(ref["y"][s].get<std::vector<int32_t>>());
+    float loss = step({x, y})[0].item<float>();
+    BOOST_TEST_CONTEXT(name << " step " << s + 1) {
+      BOOST_CHECK_CLOSE(loss, c["losses"][s].get<double>(), 1e-2);  // percent
+    }
+    if (s == 1) after_capture = runtime_stats();
+  }
+  BOOST_CHECK_EQUAL(step.captures(), 1u);
+  BOOST_CHECK_EQUAL(runtime_stats().compiled, after_capture.compiled);
+  const char* names[] = {"0.weight", "0.bias", "2.weight", "2.bias"};
+  for (size_t i = 0; i < 4; i++) {
+    BOOST_TEST_CONTEXT(name << " final " << names[i]) {
+      check_close(params[i].to_vector<float>(), c["final"][names[i]]["data"].get<std::vector<double>>(),
+                  1e-4);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(mlp_training_sgd_matches_torch) { train_case("sgd_momentum"); }
+BOOST_AUTO_TEST_CASE(mlp_training_adam_matches_torch) { train_case("adam"); }
+
+BOOST_AUTO_TEST_CASE(lr_tensor_stays_bound) {
+  // a parameter and the lr tensor are not inputs: writes to them between calls are seen by replays
+  Tensor p = Tensor(std::vector<float>{1, 2, 3}).contiguous().realize();
+  Tensor lr = Tensor(std::vector<float>{0.5f}, {1}).contiguous().realize();
+  Jit step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    p.assign(p - lr * in[0]).realize();
+    return {p * 1};
+  });
+  std::vector<float> want{1, 2, 3};
+  for (int s = 0; s < 5; s++) {
+    if (s == 3) lr.assign(Tensor(std::vector<float>{2.0f}, {1})).realize();
+    float r = s == 3 || s == 4 ? 2.0f : 0.5f;
+    std::vector<float> g = data(s, 3);
+    for (size_t i = 0; i < 3; i++) want[i] -= r * g[i];
+    std::vector<Tensor> out = step({Tensor(g)});
+    check_close(p.to_vector<float>(), {want.begin(), want.end()}, 1e-5);
+    check_close(out[0].to_vector<float>(), {want.begin(), want.end()}, 1e-5);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_input_returned_as_output_is_the_new_input) {
+  Jit f = jit([](std::span<const Tensor> in) -> std::vector<Tensor> { return {in[0], in[0] * 3}; });
+  for (int s = 0; s < 4; s++) {
+    std::vector<float> x = data(s, 5);
+    std::vector<Tensor> out = f({Tensor(x)});
+    std::vector<double> same(x.begin(), x.end()), tripled;
+    for (float v : x) tripled.push_back(v * 3.0);
+    check_close(out[0].to_vector<float>(), same, 0);
+    check_close(out[1].to_vector<float>(), tripled, 1e-6);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_jit_inside_a_capture_is_recorded_by_it) {
+  Jit inner = jit(f_xy());
+  Jit outer = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    Tensor s = inner({in[0], in[1]})[0];
+    return {(s + 1).contiguous()};
+  });
+  for (int step = 0; step < 4; step++) {
+    std::vector<float> x = data(step, 6), y = data(step + 50, 6);
+    std::vector<double> want = f_by_hand(x, y, 2, 3);
+    for (double& w : want) w += 1;
+    check_close(outer({Tensor(x, {2, 3}), Tensor(y, {2, 3})})[0].to_vector<float>(), want, 1e-5);
+  }
+  BOOST_CHECK_EQUAL(outer.info().launches, 2u);
+}
+
+BOOST_AUTO_TEST_CASE(input_checks) {
+  Jit f = jit(f_xy());
+  Tensor x = Tensor(data(1, 12), {4, 3}), y = Tensor(data(2, 12), {4, 3});
+  f({x, y});
+  f({x, y});  // captured with (4, 3) float32
+  expect_error<ShapeError>(
+      [&] {
+        f({Tensor(data(1, 15), {5, 3}), y});
+      },
+      "[jit] input 0: shape (5, 3) differs from the captured (4, 3)");
+  expect_error<DTypeError>(
+      [&] {
+        f({x, Tensor(std::vector<int32_t>(12, 1), {4, 3})});
+      },
+      "[jit] input 1: dtype int differs from the captured float");
+  expect_error<ValueError>([&] { f({x}); },
+                           "[jit] called with 1 input, but the function was called with 2 before");
+  expect_error<ValueError>([&] { f({x, Tensor()}); }, "[jit] input 1 is undefined");
+  expect_error<ValueError>(
+      [&] {
+        f({x, x});
+      },
+      "[jit] inputs 0 and 1 are the same buffer; pass distinct tensors");
+  // the capture still works after the rejected calls
+  check_close(f({x, y})[0].to_vector<float>(), f_by_hand(data(1, 12), data(2, 12), 4, 3), 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(function_errors) {
+  Jit nothing = jit([](std::span<const Tensor> in) -> std::vector<Tensor> { return {in[0]}; });
+  Tensor x = Tensor(data(1, 4)).realize();
+  nothing({x});
+  expect_error<ValueError>([&] { nothing({x}); },
+                           "[jit] the function realized nothing: there are no kernels to capture");
+  Jit reads = jit([](std::span<const Tensor> in) -> std::vector<Tensor> {
+    float s = (in[0] * 2).sum().item<float>();
+    return {in[0] * s};
+  });
+  reads({x});
+  try {
+    reads({x});
+    BOOST_ERROR("expected an error for a host read");
+  } catch (const ValueError& e) {
+    BOOST_CHECK(std::string(e.what()).starts_with("[jit] the function read device data on the host"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(jit_0_runs_the_function_every_call) {
+  env::Scoped off(env::JIT, 0);
+  int calls = 0;
+  Jit f = jit(f_xy(&calls));
+  for (int s = 0; s < 4; s++) {
+    std::vector<float> x = data(s, 6), y = data(s + 9, 6);
+    check_close(f({Tensor(x, {2, 3}), Tensor(y, {2, 3})})[0].to_vector<float>(), f_by_hand(x, y, 2, 3), 1e-5);
+  }
+  BOOST_CHECK_EQUAL(calls, 4);
+  BOOST_CHECK_EQUAL(f.captures(), 0u);
+}
+
+BOOST_AUTO_TEST_CASE(one_capture_per_signature_when_allowed) {
+  int calls = 0;
+  Jit f = jit(f_xy(&calls), {.max_captures = 2});
+  for (int s = 0; s < 6; s++) {
+    size_t rows = s % 2 ? 5 : 4;  // shapes alternate: (4, 3) warm-up, (5, 3) captured, (4, 3) captured
+    std::vector<float> x = data(s, rows * 3), y = data(s + 3, rows * 3);
+    auto r = static_cast<int64_t>(rows);
+    check_close(f({Tensor(x, {r, 3}), Tensor(y, {r, 3})})[0].to_vector<float>(), f_by_hand(x, y, rows, 3),
+                1e-5);
+  }
+  BOOST_CHECK_EQUAL(calls, 3);
+  BOOST_CHECK_EQUAL(f.captures(), 2u);
+  expect_error<ShapeError>(
+      [&] {
+        f({Tensor(data(0, 18), {6, 3}), Tensor(data(1, 18), {6, 3})});
+      },
+      "[jit] input 0: shape (6, 3) differs from the captured (5, 3)");
+}
+
+// x -> x+1 -> *2 -> -3 -> *x -> +0.5 -> sum: five intermediates of n floats, each live for two kernels.
+std::vector<double> chain_by_hand(const std::vector<float>& x) {
+  double s = 0;
+  for (float v : x) s += static_cast<double>((((v + 1) * 2 - 3) * v) + 0.5f);
+  return {s};
+}
+
+BOOST_AUTO_TEST_CASE(memory_planner_shares_intermediates) {
+  const int64_t n = 1000;
+  Tensor kept;  // set only by the second function: a buffer a live tensor holds is never shared
+  auto chain = [&](bool keep) {
+    return [&kept, keep](std::span<const Tensor> in) -> std::vector<Tensor> {
+      Tensor a = (in[0] + 1).contiguous(), b = (a * 2).contiguous(), c = (b - 3).contiguous();
+      if (keep) kept = c.realize();  // c gets a buffer of its own, which kept holds after the call
+      Tensor d = (c * in[0]).contiguous(), e = (d + 0.5f).contiguous();
+      return {e.sum()};
+    };
+  };
+  Jit f = jit(chain(false)), g = jit(chain(true));
+  for (int s = 0; s < 4; s++) {
+    std::vector<float> x = data(s, n);
+    check_close(f({Tensor(x)})[0].to_vector<float>(), chain_by_hand(x), 1e-4);
+    check_close(g({Tensor(x)})[0].to_vector<float>(), chain_by_hand(x), 1e-4);
+    if (s >= 1) {  // kept is c of the latest call, replays included
+      std::vector<double> want;
+      for (float v : x) want.push_back((v + 1) * 2 - 3);
+      check_close(kept.to_vector<float>(), want, 1e-5);
+    }
+  }
+  JitInfo fi = f.info(), gi = g.info();
+  BOOST_CHECK_EQUAL(fi.launches, 6u);
+  BOOST_CHECK_EQUAL(fi.intermediates, 5u);
+  BOOST_CHECK_EQUAL(fi.intermediate_bytes, 5 * n * 4);
+  BOOST_CHECK_EQUAL(fi.planned_bytes, 2 * n * 4);  // a..e alternate between two buffers
+  BOOST_CHECK_EQUAL(fi.planned_buffers, 2u);
+  BOOST_CHECK_EQUAL(gi.intermediates, 4u);  // c is held by `kept`
+  BOOST_CHECK_EQUAL(gi.intermediate_bytes, 4 * n * 4);
+  BOOST_CHECK_LT(gi.planned_bytes, gi.intermediate_bytes);
+}
