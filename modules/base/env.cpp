@@ -56,11 +56,14 @@ int IntVar::value() const {
   if (!loaded_.load(std::memory_order_acquire)) {
     std::string s = get(name_);
     int v = 0;
+    size_t used = 0;
     try {
-      v = s.empty() ? 0 : std::stoi(s);
+      v = s.empty() ? 0 : std::stoi(s, &used);
     } catch (const std::exception&) {
-      throw ValueError("env", fmt::format("{}={} is not an integer", name_, s));
+      used = 0;
     }
+    if (!s.empty() && used != s.size())  // "2.5" or "1x" is a typo, not 2 or 1
+      throw ValueError("env", fmt::format("{}={} is not an integer", name_, s));
     value_.store(v);
     loaded_.store(true, std::memory_order_release);
   }

@@ -30,6 +30,12 @@ BOOST_AUTO_TEST_CASE(env_registry_reads_and_overrides) {
   setenv("NOOPT", "yes", 1);
   tg::env::IntVar noopt("NOOPT");
   BOOST_CHECK_THROW(noopt.value(), tg::ValueError);
+  for (const char* typo : {"2.5", "1x", "3 "}) {  // a trailing part is an error, not silently dropped
+    setenv("DEBUG", typo, 1);
+    tg::env::IntVar debug("DEBUG");
+    BOOST_CHECK_THROW(debug.value(), tg::ValueError);
+  }
+  unsetenv("DEBUG");
 }
 
 BOOST_AUTO_TEST_CASE(hash_is_stable) {
