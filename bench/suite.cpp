@@ -1,0 +1,292 @@
+// The benchmark suite's workloads (W1..W6) on the default device (DEV picks another). Prints one
+// `key value` line per figure; bench/suite.py runs it next to PyTorch and prints the table.
+//   suite [--only W1,W3] [--quick] [--dump DIR]   (--dump writes results as raw float32 for the checks)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "apps/tg/mnist_model.hpp"
+#include "engine/jit.hpp"
+#include "nn/layers.hpp"
+#include "nn/losses.hpp"
+#include "nn/optim.hpp"
+#include "runtime/stats.hpp"
+#include "tensor/realize.hpp"
+#include "tensor/tensor.hpp"
+
+using tg::Tensor;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+std::string only, dump_dir;
+bool quick = false;
+
+bool wanted(const char* w) {
+  return only.empty() || ("," + only + ",").find(fmt::format(",{},", w)) != only.npos;
+}
+int reps(int full) { return quick ? std::max(2, full / 3) : full; }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Best of `n` timed runs after one warm-up run.
+double best_of(int n, const std::function<void()>& f) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < n; i++) {
+    auto t0 = Clock::now();
+    f();
+    best = std::min(best, seconds_since(t0));
+  }
+  return best;
+}
+
+void out(const std::string& key, double v) {
+  fmt::print("{} {:.6g}\n", key, v);
+  std::fflush(stdout);
+}
+
+// Deterministic inputs suite.py reproduces bit for bit: lo + (hi - lo) * frac(hash(i)), in double, then
+// float.
+std::vector<float> pattern(int64_t n, uint64_t seed, double lo, double hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i++) {
+    uint64_t h = ((static_cast<uint64_t>(i) + seed * 1000003u) * 2654435761u) & 0xffffffffu;
+    v[static_cast<size_t>(i)] = static_cast<float>(lo + (hi - lo) * (static_cast<double>(h) / 4294967296.0));
+  }
+  return v;
+}
+Tensor input(tg::Shape shape, uint64_t seed, double lo = -1, double hi = 1) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return Tensor(pattern(n, seed, lo, hi), shape).realize();
+}
+
+void dump(const std::string& name, const Tensor& t) {
+  if (dump_dir.empty()) return;
+  std::vector<float> v = t.to_vector<float>();
+  std::ofstream(dump_dir + "/" + name + ".f32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+}
+
+// Every parameter gets pattern values (weights scaled by 1/sqrt(fan-in), 1-d ones around 1) so the
+// same model in PyTorch starts from the same state; suite.py's set_params mirrors this.
+void set_params(const tg::nn::Module& m, uint64_t seed) {
+  for (auto& [name, p] : m.named_parameters()) {
+    const tg::Shape& s = p.shape();
+    double b = s.size() > 1 ? 1.0 / std::sqrt(static_cast<double>(p.numel() / s[0])) : 0.1;
+    double c = s.size() > 1 ? 0.0 : 1.0;
+    Tensor(p).assign(Tensor(pattern(p.numel(), seed++, c - b, c + b), s)).realize();
+  }
+}
+
+void w1() {
+  const int64_t n = int64_t{16} << 20;
+  Tensor x = input({n}, 1);
+  for (bool with_exp : {false, true}) {
+    Tensor y;
+    double s = best_of(reps(6), [&] {
+      y = ((x * 2 + 1).relu() * x) - 0.5f;
+      if (with_exp) y = y.exp();
+      y.realize();
+    });
+    std::string k = with_exp ? "W1.exp" : "W1.noexp";
+    out(k + ".gbps", 2.0 * 4 * static_cast<double>(n) / s / 1e9);
+    dump(k, y);
+  }
+}
+
+void w2() {
+  for (int64_t n : {1024, 2048}) {
+    Tensor a = input({n, n}, 2), b = input({n, n}, 3);
+    Tensor c;
+    double s = best_of(reps(n == 1024 ? 6 : 3), [&] { c = a.matmul(b).realize(); });
+    out(fmt::format("W2.mm{}.gflops", n), 2.0 * static_cast<double>(n * n * n) / s / 1e9);
+    dump(fmt::format("W2.mm{}", n), c);
+  }
+}
+
+void w3() {
+  const int64_t n = int64_t{16} << 20;
+  Tensor x = input({n}, 4, 0, 1), m = input({4096, 4096}, 5, 0, 1);
+  Tensor s0, s1;
+  double t0 = best_of(reps(6), [&] { s0 = x.sum().realize(); });
+  double t1 = best_of(reps(6), [&] { s1 = m.sum(1).realize(); });
+  out("W3.sum.gbps", 4.0 * static_cast<double>(n) / t0 / 1e9);
+  out("W3.sum1.gbps", 4.0 * 4096 * 4096 / t1 / 1e9);
+  dump("W3.sum", s0);
+  dump("W3.sum1", s1);
+}
+
+void w4() {
+  Tensor x = input({32, 32, 28, 28}, 6), w = input({64, 32, 3, 3}, 7, -0.2, 0.2),
+         g = input({32, 64, 28, 28}, 8);
+  x.requires_grad_();
+  w.requires_grad_();
+  std::vector<Tensor> r;
+  double s = best_of(reps(6), [&] {
+    Tensor y = x.conv2d(w, Tensor(), 1, 1);
+    r = y.gradient({x, w}, g);
+    r.insert(r.begin(), y);
+    Tensor::realize_all(r);
+  });
+  double flops = 3 * 2.0 * 32 * 64 * 28 * 28 * 32 * 9;  // forward, grad input, grad weight
+  out("W4.ms", s * 1e3);
+  out("W4.gflops", flops / s / 1e9);
+  dump("W4.y", r[0]);
+  dump("W4.gx", r[1]);
+  dump("W4.gw", r[2]);
+}
+
+// One training step of the Fashion-MNIST CNN: forward, loss, backward, Adam update, all realized. w5 runs
+// it under tg::jit, so from the third call on only its kernels are replayed.
+Tensor train_step(tg::nn::Module& model, tg::nn::optim::Adam& opt, const Tensor& x, const Tensor& y) {
+  model.train();
+  Tensor loss = tg::nn::cross_entropy(model(x), y);
+  opt.zero_grad();
+  loss.backward();
+  std::vector<Tensor> todo = opt.schedule_step();
+  todo.push_back(loss);
+  Tensor::realize_all(todo);
+  return loss;
+}
+
+void w5() {
+  const int64_t batch = 512;
+  int steps = quick ? 3 : 5;  // call 1 runs, call 2 captures, calls 3+ replay
+  auto model = tg::apps::fashion_mnist_cnn();
+  set_params(*model, 100);
+  tg::nn::optim::Adam opt(model->parameters(), 1e-3);
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  for (size_t i = 0; i < labels.size(); i++) labels[i] = static_cast<int32_t>((i * 7) % 10);
+  Tensor x = input({batch, 1, 28, 28}, 9, 0, 1), y = Tensor(labels, {batch}).realize();
+  tg::Jit step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    Tensor loss = train_step(*model, opt, in[0], in[1]);
+    opt.zero_grad();  // the lazy gradients would keep this step's activations alive
+    return {loss};
+  });
+  double best = 1e30;
+  for (int s = 0; s < steps; s++) {
+    auto t0 = Clock::now();
+    float l = step({x, y})[0].item<float>();
+    double dt = seconds_since(t0);
+    if (s == 0) out("W5.first_step_s", dt);
+    if (s >= 2) best = std::min(best, dt);
+    if (s < 2) out(fmt::format("W5.loss{}", s + 1), l);
+  }
+  out("W5.ms", best * 1e3);
+}
+
+// A pre-norm transformer block: x + attn(ln(x)), then h + mlp(ln(h)).
+struct Block {
+  int64_t dim, heads;
+  std::shared_ptr<tg::nn::Linear> q, k, v, o, up, down;
+  Block(int64_t d, int64_t h)
+      : dim(d),
+        heads(h),
+        q(lin(d, d)),
+        k(lin(d, d)),
+        v(lin(d, d)),
+        o(lin(d, d)),
+        up(lin(d, 4 * d)),
+        down(lin(4 * d, d)) {}
+  static std::shared_ptr<tg::nn::Linear> lin(int64_t i, int64_t o) {
+    return std::make_shared<tg::nn::Linear>(i, o);
+  }
+  std::vector<std::shared_ptr<tg::nn::Linear>> layers() const { return {q, k, v, o, up, down}; }
+  Tensor forward(const Tensor& x) const {
+    int64_t b = x.shape()[0], t = x.shape()[1], hd = dim / heads;
+    Tensor a = x.layernorm();
+    auto split = [&](const Tensor& z) { return z.reshape({b, t, heads, hd}).transpose(1, 2); };
+    Tensor att = split((*q)(a)).scaled_dot_product_attention(split((*k)(a)), split((*v)(a)));
+    Tensor h = x + (*o)(att.transpose(1, 2).reshape({b, t, dim}));
+    return h + (*down)((*up)(h.layernorm()).gelu());
+  }
+};
+
+void w6() {
+  Block blk(256, 4);
+  uint64_t seed = 200;
+  std::vector<Tensor> params;
+  for (auto& l : blk.layers()) {
+    set_params(*l, seed);
+    seed += 2;
+    for (Tensor& p : l->parameters()) params.push_back(p);
+  }
+  Tensor x = input({4, 64, 256}, 10);
+  size_t kernels = 0;
+  auto build = [&] {
+    Tensor y = blk.forward(x);
+    std::vector<Tensor> gs = (y * y).mean().gradient(params);
+    std::vector<tg::UOpRef> roots{y.uop()};
+    for (Tensor& g : gs) roots.push_back(g.uop());
+    kernels = tg::schedule_uops(roots).size();
+  };
+  double s = best_of(reps(6), build);
+  out("W6.build_schedule_ms", s * 1e3);
+  out("W6.kernels", static_cast<double>(kernels));
+  {  // the values for the check
+    Tensor y = blk.forward(x);
+    std::vector<Tensor> gs = (y * y).mean().gradient({params[0]});
+    Tensor::realize_all({y, gs[0]});
+    dump("W6.y", y);
+    dump("W6.gq", gs[0]);
+  }
+  // Realize-per-op overhead: a 1-element tensor updated in place, one launch per realize.
+  const int n = 1000;
+  Tensor t = Tensor(std::vector<float>{0.0f}, {1}).realize();
+  t.assign(t + 1.0f).realize();
+  uint64_t launched = tg::runtime_stats().launched;
+  double best = 1e30;
+  for (int r = 0; r < reps(3); r++) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; i++) t.assign(t + 1.0f).realize();
+    best = std::min(best, seconds_since(t0));
+  }
+  out("W6.tiny_us", best / n * 1e6);
+  out("W6.tiny_updates", 1 + n * reps(3));
+  out("W6.tiny_launches_per_op",
+      static_cast<double>(tg::runtime_stats().launched - launched) / (n * static_cast<double>(reps(3))));
+  out("W6.tiny_value", t.item<float>());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
+    else if (a == "--dump" && i + 1 < argc)
+      dump_dir = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: suite [--only W1,W3] [--quick] [--dump DIR]\n");
+      return 2;
+    }
+  }
+  fmt::print("device {}\n", tg::default_device_name());
+  struct W {
+    const char* name;
+    void (*run)();
+  };
+  for (W w : {W{"W1", w1}, W{"W2", w2}, W{"W3", w3}, W{"W4", w4}, W{"W5", w5}, W{"W6", w6}}) {
+    if (!wanted(w.name)) continue;
+    auto t0 = Clock::now();
+    w.run();
+    std::fprintf(stderr, "%s done in %.1f s\n", w.name, seconds_since(t0));
+  }
+  return 0;
+}

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""The peer benchmark suite: runs the hardware probe, our workloads (the `suite` binary, on the default
+device or DEV) and the same workloads in PyTorch (2 threads) in one run, checks our results against
+PyTorch's, and prints one table: ours, peer, ratio, hardware limit, target.
+Usage: suite.py --suite BIN --probe BIN [--only W1,W3] [--quick]. Exits non-zero when a result is wrong."""
+import argparse, os, subprocess, sys, tempfile, time
+
+import numpy as np
+
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6"]
+TOL = 1e-3  # max |ours - PyTorch| relative to max |PyTorch|; a wrong kernel is off by far more
+
+
+def pattern(n, seed, lo, hi):
+    """bench/suite.cpp's pattern(), bit for bit."""
+    i = np.arange(n, dtype=np.uint64) + np.uint64(seed * 1000003)
+    h = (i * np.uint64(2654435761)) & np.uint64(0xFFFFFFFF)
+    return (lo + (hi - lo) * (h.astype(np.float64) / 4294967296.0)).astype(np.float32)
+
+
+def best_of(n, f):
+    f()
+    best = 1e30
+    for _ in range(n):
+        t0 = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def run_ours(binary, args, cache_dir, extra_env=None, timeout=None):
+    """The binary's `key value` lines as a dict; None when it ran longer than timeout seconds."""
+    env = dict(os.environ, TG_CACHE_DIR=cache_dir, **(extra_env or {}))
+    t0 = time.time()
+    try:
+        p = subprocess.run([binary] + args, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    if p.returncode != 0:
+        sys.exit(f"suite: {binary} {' '.join(args)} failed ({p.returncode}):\n{p.stderr[-4000:]}")
+    vals = {}
+    for line in p.stdout.splitlines():
+        k, _, v = line.partition(" ")
+        vals[k] = v if k == "device" else float(v)
+    vals["wall_s"] = time.time() - t0
+    return vals
+
+
+class Peer:
+    """The same workloads in PyTorch; results are kept for the checks."""
+
+    def __init__(self, quick):
+        import torch
+        torch.set_num_threads(2)
+        self.torch, self.quick, self.res, self.ref = torch, quick, {}, {}
+
+    def reps(self, full):
+        return max(2, full // 3) if self.quick else full
+
+    def t(self, shape, seed, lo=-1.0, hi=1.0):
+        return self.torch.from_numpy(pattern(int(np.prod(shape)), seed, lo, hi).reshape(shape))
+
+    def set_params(self, module, seed):
+        with self.torch.no_grad():
+            for _, p in module.named_parameters():
+                b, c = (1 / np.sqrt(p.numel() // p.shape[0]), 0.0) if p.dim() > 1 else (0.1, 1.0)
+                p.copy_(self.t(tuple(p.shape), seed, c - b, c + b))
+                seed += 1
+
+    def W1(self):
+        x = self.t((16 << 20,), 1)
+        for name, exp in (("noexp", False), ("exp", True)):
+            f = lambda: (((x * 2 + 1).relu() * x) - 0.5).exp() if exp else (((x * 2 + 1).relu() * x) - 0.5)
+            self.res[f"W1.{name}.gbps"] = 8 * x.numel() / best_of(self.reps(6), f) / 1e9
+            self.ref[f"W1.{name}"] = f()
+
+    def W2(self):
+        for n in (1024, 2048):
+            a, b = self.t((n, n), 2), self.t((n, n), 3)
+            self.res[f"W2.mm{n}.gflops"] = 2 * n**3 / best_of(self.reps(6 if n == 1024 else 3), lambda: a @ b) / 1e9
+            self.ref[f"W2.mm{n}"] = a @ b
+
+    def W3(self):
+        x, m = self.t((16 << 20,), 4, 0, 1), self.t((4096, 4096), 5, 0, 1)
+        self.res["W3.sum.gbps"] = 4 * x.numel() / best_of(self.reps(6), lambda: x.sum()) / 1e9
+        self.res["W3.sum1.gbps"] = 4 * m.numel() / best_of(self.reps(6), lambda: m.sum(1)) / 1e9
+        self.ref["W3.sum"], self.ref["W3.sum1"] = x.double().sum(), m.double().sum(1)  # float64 reference
+
+    def W4(self):
+        F = self.torch.nn.functional
+        x, w, g = self.t((32, 32, 28, 28), 6), self.t((64, 32, 3, 3), 7, -0.2, 0.2), self.t((32, 64, 28, 28), 8)
+        x.requires_grad_(), w.requires_grad_()
+        out = []
+
+        def step():
+            y = F.conv2d(x, w, padding=1)
+            out[:] = [y.detach()] + list(self.torch.autograd.grad(y, (x, w), g))
+        s = best_of(self.reps(6), step)
+        self.res["W4.ms"], self.res["W4.gflops"] = s * 1e3, 3 * 2.0 * 32 * 64 * 28 * 28 * 32 * 9 / s / 1e9
+        self.ref["W4.y"], self.ref["W4.gx"], self.ref["W4.gw"] = out
+
+    def W5(self):
+        torch, nn = self.torch, self.torch.nn
+        m = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.Conv2d(32, 32, 5), nn.ReLU(), nn.BatchNorm2d(32),
+                          nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(),
+                          nn.BatchNorm2d(64), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(576, 10))
+        self.set_params(m, 100)
+        opt = torch.optim.Adam(m.parameters(), 1e-3)
+        x, y = self.t((512, 1, 28, 28), 9, 0, 1), torch.tensor([(i * 7) % 10 for i in range(512)])
+        times, losses = [], []
+        for _ in range(2 if self.quick else 3):
+            t0 = time.perf_counter()
+            m.train()
+            loss = nn.functional.cross_entropy(m(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            times.append(time.perf_counter() - t0)
+        self.res["W5.ms"], self.res["W5.first_step_s"] = 1e3 * min(times[1:]), times[0]
+        self.ref["W5.loss1"], self.ref["W5.loss2"] = losses[0], losses[1]
+
+    def block(self):
+        torch, F = self.torch, self.torch.nn.functional
+        lin = [torch.nn.Linear(i, o) for i, o in ((256, 256),) * 4 + ((256, 1024), (1024, 256))]
+        for k, l in enumerate(lin):
+            self.set_params(l, 200 + 2 * k)
+        q, k, v, o, up, down = lin
+
+        def forward(x):
+            b, t, d = x.shape
+            a = F.layer_norm(x, (d,))
+            split = lambda z: z.reshape(b, t, 4, d // 4).transpose(1, 2)
+            qq, kk, vv = split(q(a)), split(k(a)), split(v(a))
+            att = torch.softmax(qq @ kk.transpose(-2, -1) / np.sqrt(d // 4), -1) @ vv
+            h = x + o(att.transpose(1, 2).reshape(b, t, d))
+            return h + down(F.gelu(up(F.layer_norm(h, (d,))), approximate="tanh"))
+        return forward, [p for l in lin for p in l.parameters()]
+
+    def W6(self):
+        torch = self.torch
+        forward, params = self.block()
+        x = self.t((4, 64, 256), 10)
+
+        def step():
+            y = forward(x)
+            return y, torch.autograd.grad((y * y).mean(), params)
+        self.res["W6.build_schedule_ms"] = 1e3 * best_of(self.reps(6), step)
+        y, gs = step()
+        self.ref["W6.y"], self.ref["W6.gq"] = y.detach(), gs[0]
+        t, n = torch.zeros(1), 1000
+        s = best_of(self.reps(3), lambda: [t.add_(1) for _ in range(n)])
+        self.res["W6.tiny_us"] = s / n * 1e6
+
+
+def check(name, ours, ref):
+    """Prints the check line and returns whether it passed."""
+    ref = np.asarray(ref, dtype=np.float64).ravel()
+    ours = np.asarray(ours, dtype=np.float64).ravel()
+    if ours.shape != ref.shape:
+        print(f"  check {name:<10} WRONG: {ours.size} values, PyTorch has {ref.size}")
+        return False
+    diff = float(np.max(np.abs(ours - ref))) if ref.size else 0.0
+    rel = diff / max(float(np.max(np.abs(ref))), 1e-30)
+    ok = rel <= TOL and np.isfinite(ours).all()
+    print(f"  check {name:<10} max abs diff {diff:.3g} (relative {rel:.2g}) {'ok' if ok else 'WRONG'}")
+    return ok
+
+
+def blas_in_use():
+    libs = {l.split()[-1] for l in open("/proc/self/maps") if "blas" in l.lower() and "/" in l}
+    return ", ".join(sorted(os.path.basename(p) for p in libs)) or "none found"
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--suite", required=True)
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--only", default=",".join(WORKLOADS))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--beam-timeout", type=float, help="seconds for the BEAM=2 run, search included (180, quick 90)")
+    a = ap.parse_args()
+    only = [w.strip().upper() for w in a.only.split(",") if w.strip()]
+    bad = [w for w in only if w not in WORKLOADS]
+    if bad:
+        sys.exit(f"suite: unknown workload {bad}; known: {','.join(WORKLOADS)}")
+    q = ["--quick"] if a.quick else []
+    if a.beam_timeout is None:
+        a.beam_timeout = 90 if a.quick else 180
+    t_start = time.time()
+
+    hw = run_ours(a.probe, q, tempfile.gettempdir())
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs = {k: os.path.join(tmp, k) for k in ("main", "beam", "w5", "dump", "dump_beam")}
+        for d in dirs.values():
+            os.mkdir(d)
+        ours, beam, cold, warm = {}, {}, {}, {}
+        main_set = [w for w in only if w != "W5"]
+        if main_set:
+            ours = run_ours(a.suite, q + ["--only", ",".join(main_set), "--dump", dirs["dump"]], dirs["main"])
+        if "W2" in only:  # a fresh cache, so the search runs
+            beam = run_ours(a.suite, q + ["--only", "W2", "--dump", dirs["dump_beam"]], dirs["beam"], {"BEAM": "2"},
+                            a.beam_timeout)
+        if "W5" in only:  # a fresh compile cache, then the same one again
+            cold = run_ours(a.suite, q + ["--only", "W5"], dirs["w5"])
+            warm = run_ours(a.suite, q + ["--only", "W5"], dirs["w5"])
+            ours["W5.ms"] = min(cold["W5.ms"], warm["W5.ms"])
+            ours["W5.loss1"], ours["W5.loss2"] = cold["W5.loss1"], cold["W5.loss2"]
+        device = (ours or cold).get("device", "?")
+
+        import torch
+        peer = Peer(a.quick)
+        for w in only:
+            getattr(peer, w)()
+        P = peer.res
+
+        print(f"\nours: {device} (DEV picks another)   peer: PyTorch {torch.__version__}, 2 threads, "
+              f"BLAS {blas_in_use()}")
+        if "openblas" not in blas_in_use():
+            print("  (PyTorch is not on OpenBLAS: its matmul/conv figures are far below its usual ones; on Debian "
+                  "install libopenblas0-pthread)")
+        print(f"hardware: {int(hw['threads'])} threads, fp32 FMA peak {hw['fma_peak_gflops']:.0f} GFLOPS "
+              f"({int(hw['vector_bits'])}-bit vectors), copy {hw['copy_gbps']:.1f} GB/s, read {hw['read_gbps']:.1f} GB/s, "
+              f"triad {hw['triad_gbps']:.1f} GB/s; load average {os.getloadavg()[0]:.1f}")
+        print("\nresult checks against PyTorch:")
+        ok = True
+        load = lambda d, k: np.fromfile(os.path.join(d, k + ".f32"), dtype=np.float32)
+        for k, ref in peer.ref.items():
+            if k.startswith("W5."):
+                ok &= check(k, ours[k], ref)
+            else:
+                ok &= check(k, load(dirs["dump"], k), ref.numpy() if hasattr(ref, "numpy") else ref)
+                if k.startswith("W2.") and beam is not None:
+                    ok &= check(k + "+B", load(dirs["dump_beam"], k), ref.numpy())
+        if "W6" in only:
+            want = float(torch.zeros(1).add_(ours["W6.tiny_updates"]).item())
+            ok &= check("W6.tiny", ours["W6.tiny_value"], want)
+
+    peak, copy, read = hw["fma_peak_gflops"], hw["copy_gbps"], hw["read_gbps"]
+    H, L = "higher", "lower"
+    rows = []  # (workload, unit, better, ours, peer, limit, target text, met)
+    at_least = lambda v, t: (f">= {t}", v is not None and v >= t)
+    below = lambda v, t: (f"< {t}", v is not None and v < t)
+
+    def row(w, label, unit, better, o, p, limit, target):
+        rows.append((w, label, unit, better, o, p, limit) + target)
+    if "W1" in only:
+        row("W1", "x*2+1 relu *x -0.5, 16M", "GB/s", H, ours["W1.noexp.gbps"], P["W1.noexp.gbps"], copy,
+            at_least(ours["W1.noexp.gbps"], 25))
+        row("W1", "same, then exp", "GB/s", H, ours["W1.exp.gbps"], P["W1.exp.gbps"], copy,
+            at_least(ours["W1.exp.gbps"], 15))
+    if "W2" in only:
+        for n in (1024, 2048):
+            k = f"W2.mm{n}.gflops"
+            row("W2", f"matmul {n}", "GFLOPS", H, ours[k], P[k], peak, at_least(ours[k], 150))
+            b = beam[k] if beam is not None else None
+            row("W2", f"matmul {n} BEAM=2", "GFLOPS", H, b, P[k], peak, at_least(b, 190))
+    if "W3" in only:
+        row("W3", "sum 16M", "GB/s", H, ours["W3.sum.gbps"], P["W3.sum.gbps"], read, at_least(ours["W3.sum.gbps"], 28))
+        row("W3", "sum(axis=1) 4096x4096", "GB/s", H, ours["W3.sum1.gbps"], P["W3.sum1.gbps"], read,
+            at_least(ours["W3.sum1.gbps"], 28))
+    if "W4" in only:
+        row("W4", "conv2d fwd+bwd", "ms", L, ours["W4.ms"], P["W4.ms"], 3 * 2.0 * 32 * 64 * 784 * 288 / peak / 1e6,
+            (f"<= {1.5 * P['W4.ms']:.0f} (1.5x peer)", ours["W4.ms"] <= 1.5 * P["W4.ms"]))
+        row("W4", "conv2d fwd+bwd", "GFLOPS", H, ours["W4.gflops"], P["W4.gflops"], peak, ("-", None))
+    if "W5" in only:
+        row("W5", "CNN train step b512 (JIT)", "ms", L, ours["W5.ms"], P["W5.ms"], None,
+            (f"< {P['W5.ms']:.0f} (peer)", ours["W5.ms"] < P["W5.ms"]))
+        row("W5", "first step, cold cache", "s", L, cold["W5.first_step_s"], P["W5.first_step_s"], None,
+            below(cold["W5.first_step_s"], 3))
+        row("W5", "first step, warm cache", "s", L, warm["W5.first_step_s"], P["W5.first_step_s"], None,
+            below(warm["W5.first_step_s"], 0.5))
+    if "W6" in only:
+        row("W6", "block: build+schedule (peer: eager fwd+bwd)", "ms", L, ours["W6.build_schedule_ms"],
+            P["W6.build_schedule_ms"], None, below(ours["W6.build_schedule_ms"], 10))
+        row("W6", f"  kernels in that schedule", "count", L, ours["W6.kernels"], None, None, ("-", None))
+        row("W6", "realize per tiny op", "us", L, ours["W6.tiny_us"], P["W6.tiny_us"], None, below(ours["W6.tiny_us"], 20))
+
+    if "W2" in only:
+        print("\nBEAM=2 run (fresh cache, search included): " + (f"{beam['wall_s']:.0f} s" if beam is not None else
+              f"stopped after {a.beam_timeout:.0f} s (--beam-timeout); its rows show '-'"))
+    if "W5" in only:
+        print(f"W5 processes: cold {cold['wall_s']:.0f} s, warm {warm['wall_s']:.0f} s")
+    print("\nratio = ours / peer; 'better' says which direction wins. Best of several runs after a warm-up.")
+    hdr = ("wl", "what", "unit", "better", "ours", "peer", "ratio", "hw limit", "target", "met")
+    fmt_row = "{:<3} {:<44} {:<6} {:<6} {:>8} {:>8} {:>6} {:>8}  {:<22} {}"
+    print(fmt_row.format(*hdr))
+    for w, label, unit, better, o, p, limit, target, met in rows:
+        ratio = f"{o / p:.2f}" if o is not None and p else "-"
+        met_s = "-" if met is None else ("met" if met else "not met")
+        print(fmt_row.format(w, label, unit, better, fmt(o), fmt(p), ratio, fmt(limit), target, met_s))
+    print(f"\nsuite took {time.time() - t_start:.0f} s; results {'ok' if ok else 'WRONG (see the checks above)'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
