@@ -43,6 +43,8 @@ std::vector<Opt> search_actions(const UOpRef& ast, const sdk::RendererCaps& caps
     for (int64_t k : kAmounts) out.push_back({OptOps::UPCAST, axis, k});
     if ((caps.has_threads || caps.has_local) && caps.thread_count > 1)
       out.push_back({OptOps::THREAD, axis, caps.thread_count});
+    for (size_t j = i + 1; j < axes.size(); j++)  // loop order of two output axes (cache reuse)
+      if (!axes[j].reduce) out.push_back({OptOps::SWAP, axis, static_cast<int64_t>(j)});
   }
   return out;
 }

@@ -42,21 +42,24 @@ std::vector<Opt> lasts(const std::vector<std::vector<Opt>>& lists) {
 
 BOOST_AUTO_TEST_CASE(actions_cover_every_axis) {
   std::vector<Opt> a = search_actions(matmul_ast(), c_caps());
-  BOOST_TEST(a.size() == 20u);  // 2 output axes x (6 UPCAST + THREAD) + 6 UNROLL of the reduce axis
+  // 2 output axes x (6 UPCAST + THREAD) + SWAP of the two + 6 UNROLL of the reduce axis
+  BOOST_TEST(a.size() == 21u);
   BOOST_TEST((a.front() == Opt{OptOps::UPCAST, 0, 2}));
   BOOST_TEST((a[6] == Opt{OptOps::THREAD, 0, 2}));
+  BOOST_TEST((a[7] == Opt{OptOps::SWAP, 0, 1}));
   BOOST_TEST((a.back() == Opt{OptOps::UNROLL, 2, 16}));
   sdk::RendererCaps serial = sdk::CDialect::default_caps();
   serial.has_threads = serial.has_local = false;
-  BOOST_TEST(search_actions(matmul_ast(), serial).size() == 18u);  // no THREAD without parallel tasks
+  BOOST_TEST(search_actions(matmul_ast(), serial).size() == 19u);  // no THREAD without parallel tasks
 }
 
 BOOST_AUTO_TEST_CASE(expand_keeps_only_opts_that_apply) {
-  // 12: UPCAST 2, 3, 4 and THREAD 2; 16: UPCAST 2, 4, 8, 16 and THREAD 2; 20: UNROLL 2, 4, 5.
+  // 12: UPCAST 2, 3, 4, THREAD 2 and SWAP with 16; 16: UPCAST 2, 4, 8, 16 and THREAD 2; 20: UNROLL 2, 4, 5.
   std::vector<Opt> want = {{OptOps::UPCAST, 0, 2}, {OptOps::UPCAST, 0, 3},  {OptOps::UPCAST, 0, 4},
-                           {OptOps::THREAD, 0, 2}, {OptOps::UPCAST, 1, 2},  {OptOps::UPCAST, 1, 4},
-                           {OptOps::UPCAST, 1, 8}, {OptOps::UPCAST, 1, 16}, {OptOps::THREAD, 1, 2},
-                           {OptOps::UNROLL, 2, 2}, {OptOps::UNROLL, 2, 4},  {OptOps::UNROLL, 2, 5}};
+                           {OptOps::THREAD, 0, 2}, {OptOps::SWAP, 0, 1},    {OptOps::UPCAST, 1, 2},
+                           {OptOps::UPCAST, 1, 4}, {OptOps::UPCAST, 1, 8},  {OptOps::UPCAST, 1, 16},
+                           {OptOps::THREAD, 1, 2}, {OptOps::UNROLL, 2, 2},  {OptOps::UNROLL, 2, 4},
+                           {OptOps::UNROLL, 2, 5}};
   std::vector<std::vector<Opt>> got = search_expand(matmul_ast(), {}, c_caps());
   BOOST_TEST(lasts(got) == want, boost::test_tools::per_element());
   for (const auto& l : got) BOOST_TEST(l.size() == 1u);
