@@ -172,12 +172,6 @@ const PatternMatcher& split_rules() {
   return pm;
 }
 
-bool reaches(const UOp* from, const UOp* to) {
-  for (const UOp* n : from->toposort())
-    if (n == to) return true;
-  return false;
-}
-
 }  // namespace
 
 std::vector<std::vector<const UOp*>> open_ranges(const std::vector<const UOp*>& topo) {
@@ -233,11 +227,16 @@ UOpRef merge_ends(const UOpRef& sink) {
     if (it == ends.end()) return s;
     const std::vector<size_t>& es = it->second;
     const UOp* r = topo[es[0]]->src(1).get();
-    std::vector<UOpRef> bodies;
+    std::vector<std::unordered_set<const UOp*>> below;  // what each END depends on, one toposort each
     for (size_t a : es) {
-      const UOp* e = topo[a];
-      bool ok = e->src(1).get() == r && open[a] == open[es[0]];
-      for (size_t b : es) ok = ok && (a == b || !reaches(e, topo[b]));
+      std::vector<const UOp*> t = topo[a]->toposort();
+      below.emplace_back(t.begin(), t.end());
+    }
+    std::vector<UOpRef> bodies;
+    for (size_t i = 0; i < es.size(); i++) {
+      const UOp* e = topo[es[i]];
+      bool ok = e->src(1).get() == r && open[es[i]] == open[es[0]];
+      for (size_t j = 0; j < es.size(); j++) ok = ok && (i == j || !below[i].contains(topo[es[j]]));
       if (!ok)
         throw ValueError("codegen",
                          fmt::format("RANGE {} is closed by ENDs in different loops or one after the other; "
