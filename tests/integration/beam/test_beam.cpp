@@ -6,9 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <stdlib.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -16,7 +14,11 @@
 
 #include <sqlite3.h>
 
+#include "common/test_support.hpp"
+
 namespace fs = std::filesystem;
+using tg::test::shell_quote;
+using tg::test::TempDir;
 
 namespace {
 
@@ -25,12 +27,6 @@ std::string arg(int i) {
   BOOST_REQUIRE_MESSAGE(suite.argc > i,
                         "run through meson test: the probe and the CLANG plugin are arguments");
   return suite.argv[i];
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 struct Run {
@@ -44,17 +40,13 @@ struct Run {
 // The probe in a clean environment with DEBUG=2: only the variables given, plus PATH for the clang binary.
 Run run_probe(const std::map<std::string, std::string>& env, const std::string& mode = "") {
   std::string cmd = "env -i";
-  if (const char* path = getenv("PATH")) cmd += " PATH=" + quote(path);
-  cmd += " DEV=CLANG DEBUG=2 TG_PLUGIN_PATH=" + quote(arg(2));
-  for (const auto& [k, v] : env) cmd += " " + k + "=" + quote(v);
-  cmd += " " + quote(arg(1)) + (mode.empty() ? "" : " " + mode) + " 2>&1";
+  if (const char* path = getenv("PATH")) cmd += " PATH=" + shell_quote(path);
+  cmd += " DEV=CLANG DEBUG=2 TG_PLUGIN_PATH=" + shell_quote(arg(2));
+  for (const auto& [k, v] : env) cmd += " " + k + "=" + shell_quote(v);
+  cmd += " " + shell_quote(arg(1)) + (mode.empty() ? "" : " " + mode) + " 2>&1";
   Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p != nullptr);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  int status = pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  tg::test::CommandResult c = tg::test::run_command(cmd);
+  r.status = c.status, r.out = std::move(c.out);
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);) {
     size_t sp = line.find(' ');
@@ -67,12 +59,7 @@ Run run_probe(const std::map<std::string, std::string>& env, const std::string& 
       size_t open = line.rfind(" [");
       if (open != std::string::npos) r.opts[kernel] = line.substr(open + 1);
     }
-    if (head != "stats") continue;
-    std::istringstream kv(rest);
-    for (std::string item; kv >> item;) {
-      size_t eq = item.find('=');
-      r.stats[item.substr(0, eq)] = std::stoull(item.substr(eq + 1));
-    }
+    if (head == "stats") r.stats = tg::test::parse_counts(rest);
   }
   return r;
 }
@@ -108,19 +95,6 @@ void check_values(const Run& r) {
   if (r.rows.count("rowsum")) BOOST_TEST(r.rows.at("rowsum") == expected_rowsum());
   BOOST_TEST(r.stats.count("beam_searched") == 1u);
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "tg-beam-test-XXXXXX").string();
-    BOOST_REQUIRE(mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 }  // namespace
 

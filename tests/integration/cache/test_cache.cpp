@@ -5,7 +5,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <stdlib.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -17,7 +16,11 @@
 
 #include <sqlite3.h>
 
+#include "common/test_support.hpp"
+
 namespace fs = std::filesystem;
+using tg::test::shell_quote;
+using tg::test::TempDir;
 
 namespace {
 
@@ -26,12 +29,6 @@ std::string arg(int i) {
   BOOST_REQUIRE_MESSAGE(suite.argc > i,
                         "run through meson test: the probe and the CLANG plugin are arguments");
   return suite.argv[i];
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
 }
 
 struct Run {
@@ -44,28 +41,19 @@ struct Run {
 // The probe in a clean environment: only the variables given, plus PATH for a fallback compiler.
 Run run_probe(const std::map<std::string, std::string>& env) {
   std::string cmd = "env -i";
-  if (const char* path = getenv("PATH")) cmd += " PATH=" + quote(path);
-  cmd += " DEV=CLANG TG_PLUGIN_PATH=" + quote(arg(2));
-  for (const auto& [k, v] : env) cmd += " " + k + "=" + quote(v);
-  cmd += " " + quote(arg(1)) + " 2>&1";
+  if (const char* path = getenv("PATH")) cmd += " PATH=" + shell_quote(path);
+  cmd += " DEV=CLANG TG_PLUGIN_PATH=" + shell_quote(arg(2));
+  for (const auto& [k, v] : env) cmd += " " + k + "=" + shell_quote(v);
+  cmd += " " + shell_quote(arg(1)) + " 2>&1";
   Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p != nullptr);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  int status = pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  tg::test::CommandResult c = tg::test::run_command(cmd);
+  r.status = c.status, r.out = std::move(c.out);
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);) {
     size_t sp = line.find(' ');
     std::string head = line.substr(0, sp), rest = sp == std::string::npos ? "" : line.substr(sp + 1);
     if (head == "y1" || head == "y2") r.rows[head] = rest;
-    if (head != "stats") continue;
-    std::istringstream kv(rest);
-    for (std::string item; kv >> item;) {
-      size_t eq = item.find('=');
-      r.stats[item.substr(0, eq)] = std::stoull(item.substr(eq + 1));
-    }
+    if (head == "stats") r.stats = tg::test::parse_counts(rest);
   }
   return r;
 }
@@ -82,20 +70,6 @@ void check_values(const Run& r) {
   if (r.rows.count("y2")) BOOST_TEST(r.rows.at("y2") == "6 7.5 9 10.5");
   BOOST_TEST(r.stats.count("compiled") == 1u);
 }
-
-// A fresh folder under the system temp dir, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "tg-cache-test-XXXXXX").string();
-    BOOST_REQUIRE(mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -184,10 +158,10 @@ BOOST_AUTO_TEST_CASE(concurrent_processes_share_the_file) {
   TempDir dir;
   std::string cache = (dir.path / "cache").string();
   // Four probes at once on an empty cache: all must be right and none may lose the cache.
-  std::string one = "env -i DEV=CLANG TG_PLUGIN_PATH=" + quote(arg(2)) + " TG_CACHE_DIR=" + quote(cache) +
-                    " DEBUG=1 " + quote(arg(1));
-  std::string cmd =
-      "for i in 1 2 3 4; do " + one + " > " + quote((dir.path / "out").string()) + "$i 2>&1 & done; wait";
+  std::string one = "env -i DEV=CLANG TG_PLUGIN_PATH=" + shell_quote(arg(2)) +
+                    " TG_CACHE_DIR=" + shell_quote(cache) + " DEBUG=1 " + shell_quote(arg(1));
+  std::string cmd = "for i in 1 2 3 4; do " + one + " > " + shell_quote((dir.path / "out").string()) +
+                    "$i 2>&1 & done; wait";
   BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
   for (int i = 1; i <= 4; i++) {
     std::string out = read_file(dir.path / ("out" + std::to_string(i)));

@@ -8,7 +8,6 @@
 #include <dlfcn.h>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -21,6 +20,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include "common/test_support.hpp"
 #include "tensor/tensor.hpp"
 #include "tg/sdk/plugin.hpp"
 
@@ -131,12 +131,9 @@ BOOST_AUTO_TEST_CASE(descriptor_probe_and_manifest) {
 // The ICD loader reads its drivers from OCL_ICD_VENDORS: pointing it at nothing leaves no platform, which a
 // fresh process (the loader initializes once) must report with the probe's reason.
 BOOST_AUTO_TEST_CASE(no_driver_is_reported_by_tg_devices) {
-  std::string cmd = std::string("OCL_ICD_VENDORS=/nonexistent '") + TG_CLI + "' devices 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  BOOST_TEST_REQUIRE(p != nullptr);
-  std::string out;
-  for (char buf[4096]; size_t n = std::fread(buf, 1, sizeof buf, p);) out.append(buf, n);
-  pclose(p);
+  std::string out =
+      tg::test::run_command("OCL_ICD_VENDORS=/nonexistent " + tg::test::shell_quote(TG_CLI) + " devices 2>&1")
+          .out;
   BOOST_TEST(out.find("unavailable: no OpenCL device (clGetPlatformIDs returned") != std::string::npos, out);
 }
 

@@ -3,22 +3,18 @@
 #define BOOST_TEST_MODULE loader
 #include <boost/test/unit_test.hpp>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/env.hpp"
+#include "common/test_support.hpp"
 
 namespace {
 
-struct Run {
-  int status;
-  std::string out;  // stdout and stderr
-};
+using Run = tg::test::CommandResult;  // out holds stdout and stderr
+using tg::test::shell_quote;
 
 std::string arg(int i) {
   auto& suite = boost::unit_test::framework::master_test_suite();
@@ -27,23 +23,11 @@ std::string arg(int i) {
   return suite.argv[i];
 }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 Run run_tg(const std::string& args, const std::map<std::string, std::string>& env = {}) {
   std::string cmd = "env -i";
-  for (const auto& [k, v] : env) cmd += " " + k + "=" + quote(v);
-  cmd += " " + quote(arg(1)) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  for (const auto& [k, v] : env) cmd += " " + k + "=" + shell_quote(v);
+  cmd += " " + shell_quote(arg(1)) + " " + args + " 2>&1";
+  return tg::test::run_command(cmd);
 }
 
 std::vector<std::string> lines(const std::string& s) {
