@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -314,17 +313,14 @@ std::vector<Opt> run_search(Device& dev, const UOpRef& ast, int width, const Bea
 }  // namespace
 
 int beam_width() {
-  std::optional<std::string> raw = env::raw("BEAM");
-  if (raw && !raw->empty()) {
-    int v = 0;
-    auto [end, ec] = std::from_chars(raw->data(), raw->data() + raw->size(), v);
-    if (ec != std::errc() || end != raw->data() + raw->size() || v < 0)
-      throw ValueError("BEAM",
-                       fmt::format("BEAM={} is not a beam width: expected a non-negative integer", *raw));
+  int v = -1;
+  try {
+    v = env::BEAM.value();  // strict: "2.5" or "3x" throw
+  } catch (const ValueError&) {
   }
-  int v = env::BEAM.value();
   if (v < 0)
-    throw ValueError("BEAM", fmt::format("BEAM={} is not a beam width: expected a non-negative integer", v));
+    throw ValueError("BEAM", fmt::format("BEAM={} is not a beam width: expected a non-negative integer",
+                                         env::get("BEAM")));
   return v;
 }
 
