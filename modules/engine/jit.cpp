@@ -185,14 +185,11 @@ struct Jit::Impl {
     c.sig = std::move(sig);
     {
       CaptureScope scope(log);
-      capture_depth++;
-      try {
-        c.outputs = run(inputs);
-      } catch (...) {
-        capture_depth--;
-        throw;
-      }
-      capture_depth--;
+      struct Depth {
+        Depth() { capture_depth++; }
+        ~Depth() { capture_depth--; }
+      } depth;
+      c.outputs = run(inputs);
     }
     if (!log.host_reads.empty())
       throw ValueError("jit",
