@@ -427,7 +427,8 @@ RendererCaps CDialect::default_caps() {
     c.dtypes |= uint64_t{1} << static_cast<int>(s);
   for (Ops o :
        {Ops::ADD, Ops::MUL, Ops::NEG, Ops::IDIV, Ops::MOD, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,
-        Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::WHERE, Ops::FDIV, Ops::RECIPROCAL, Ops::SQRT, Ops::TRUNC})
+        Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::WHERE, Ops::FDIV, Ops::RECIPROCAL, Ops::SQRT, Ops::TRUNC,
+        Ops::MULACC})
     c.native_ops[static_cast<int>(o) / 64] |= uint64_t{1} << (static_cast<int>(o) % 64);
   c.global_max[0] = c.global_max[1] = c.global_max[2] = 1;
   std::strncpy(c.dialect, "c", sizeof c.dialect - 1);
@@ -447,6 +448,9 @@ CDialect::CDialect(const RendererCaps& caps) : CStyleRenderer(caps) {
     set_op_format(op, fmt::format("__builtin_{}f({{0}})", n));  // half and float compute in float
     set_op_format(op, Scalar::FLOAT64, fmt::format("__builtin_{}({{0}})", n));
   }
+  // MULACC on float32/float64 is fused (one rounding); other dtypes keep the table's a*b+c.
+  set_op_format(Ops::MULACC, Scalar::FLOAT32, "__builtin_fmaf({0}, {1}, {2})");
+  set_op_format(Ops::MULACC, Scalar::FLOAT64, "__builtin_fma({0}, {1}, {2})");
   // C computes char/short in int: narrow results that can leave the type's range again, so a value
   // inlined into a wider expression (a compare, a division, a cast) has wrapped like everywhere else.
   for (Scalar s : {Scalar::INT8, Scalar::UINT8, Scalar::INT16, Scalar::UINT16})

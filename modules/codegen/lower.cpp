@@ -142,6 +142,8 @@ UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const Lo
   PatternMatcher pm = symbolic_simple() + codegen::decompositions(caps);
   if (opts.extra != nullptr) pm = pm + *opts.extra;
   s = graph_rewrite(s, pm, nullptr, {.name = "decompositions"});
+  if (native_op(caps, Ops::MULACC))
+    s = graph_rewrite(s, codegen::form_mulacc(caps), nullptr, {.name = "form mulacc"});
   check_supported(s, caps);
   return s;
 }

@@ -26,6 +26,8 @@ UOpRef lower_index_dtype(const UOpRef& sink);
 
 // decomp.cpp: rewrites of the ops the renderer lacks.
 PatternMatcher decompositions(const sdk::RendererCaps& caps);
+// decomp.cpp: scalar float32 a*b+c -> MULACC (fused, one rounding) when the renderer has MULACC.
+PatternMatcher form_mulacc(const sdk::RendererCaps& caps);
 
 // transcendental.cpp: float32/float64 polynomial and bit-trick versions, accurate to about 1 ulp.
 UOpRef xexp2(const UOpRef& d);

@@ -156,7 +156,8 @@ std::optional<ConstValue> fold_float_in(Ops op, DType d, F a, F b, F c) {
     case Ops::MAX:
       return out(b > a ? b : a);  // as `a if not b > a`: a NaN first operand wins
     case Ops::MULACC: {
-      F m = a * b;  // two roundings, as the unfused a*b+c it stands for
+      if (d.scalar() == Scalar::FLOAT32 || d.scalar() == Scalar::FLOAT64) return out(std::fma(a, b, c));
+      F m = a * b;  // narrow floats: a*b (exact in float), then the sum, as INTERP
       return out(m + c);
     }
     case Ops::CMPLT:

@@ -31,7 +31,7 @@ RendererCaps opencl_caps(const OpenCLLimits& l, const char* dialect) {
   for (Ops o :
        {Ops::ADD, Ops::MUL,  Ops::NEG,   Ops::IDIV, Ops::MOD,  Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
         Ops::AND, Ops::OR,   Ops::XOR,   Ops::SHL,  Ops::SHR,  Ops::WHERE, Ops::FDIV,  Ops::RECIPROCAL,
-        Ops::MAX, Ops::SQRT, Ops::TRUNC, Ops::EXP2, Ops::LOG2, Ops::SIN,   Ops::POW})
+        Ops::MAX, Ops::SQRT, Ops::TRUNC, Ops::EXP2, Ops::LOG2, Ops::SIN,   Ops::POW,   Ops::MULACC})
     set_bit(c.native_ops, static_cast<int>(o));
   c.max_vector_width = std::clamp<uint32_t>(l.preferred_float_width, 1, 16);
   c.has_local = true;
@@ -64,6 +64,9 @@ OpenCLRenderer::OpenCLRenderer(const RendererCaps& caps, bool global_ids)
       {Scalar::FLOAT64, "double"},
   };
   for (const auto& [s, n] : names) set_type_name(s, n);
+  // MULACC on float/double is the fused fma() (one rounding, as INTERP); other dtypes keep a*b+c.
+  set_op_format(Ops::MULACC, Scalar::FLOAT32, "fma({0}, {1}, {2})");
+  set_op_format(Ops::MULACC, Scalar::FLOAT64, "fma({0}, {1}, {2})");
   // C promotes char/short operands to int: results that can leave the type's range are narrowed again so
   // they wrap like the reference (INTERP) even when the expression is inlined into a wider one.
   for (Scalar s : {Scalar::INT8, Scalar::UINT8, Scalar::INT16, Scalar::UINT16})

@@ -29,6 +29,11 @@ ClangRenderer::ClangRenderer(bool float16, unsigned threads) {
                  bit(Scalar::UINT16) | bit(Scalar::INT32) | bit(Scalar::UINT32) | bit(Scalar::INT64) |
                  bit(Scalar::UINT64) | bit(Scalar::FLOAT32) | bit(Scalar::FLOAT64);
   if (float16) caps_.dtypes |= bit(Scalar::FLOAT16);
+  // The basic ops plus MULACC (fused fma on float32/float64); the rest are decomposed by codegen.
+  for (tg::Ops o : {tg::Ops::ADD, tg::Ops::MUL, tg::Ops::NEG, tg::Ops::IDIV, tg::Ops::MOD, tg::Ops::CMPLT,
+                    tg::Ops::CMPNE, tg::Ops::AND, tg::Ops::OR, tg::Ops::XOR, tg::Ops::SHL, tg::Ops::SHR,
+                    tg::Ops::WHERE, tg::Ops::FDIV, tg::Ops::RECIPROCAL, tg::Ops::MULACC})
+    caps_.native_ops[static_cast<int>(o) / 64] |= uint64_t{1} << (static_cast<int>(o) % 64);
   caps_.max_vector_width = native_float_lanes();
   caps_.has_threads = true;
   caps_.thread_count = threads;

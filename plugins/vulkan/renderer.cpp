@@ -89,6 +89,7 @@ tg::sdk::RendererCaps glsl_caps(const ShaderFeatures& f, const ShaderLimits& l) 
                 Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::WHERE, Ops::FDIV, Ops::RECIPROCAL, Ops::SQRT, Ops::TRUNC,
                 Ops::MAX})
     set_native(c, o);
+  if (f.float64) set_native(c, Ops::MULACC);  // the exact float fma is computed in double (tg_fma)
   c.max_vector_width = 1;
   c.has_local = true;
   c.has_shared = false;
@@ -119,6 +120,9 @@ GlslRenderer::GlslRenderer(const tg::sdk::RendererCaps& caps, const ShaderFeatur
   set_op_format(Ops::SHR, "tg_shr({0},{1})");
   set_op_format(Ops::CMPLT, "tg_lt({0},{1})");  // result is bool whatever the operands: an overload per type
   set_op_format(Ops::RECIPROCAL, "({t}(1)/{0})");
+  // MULACC on float is the fused fma of INTERP (one rounding). GLSL's fma() may be a multiply then an add
+  // (Vulkan gives it the precision of OpFMul + OpFAdd; lavapipe does that): tg_fma is exact (helpers).
+  set_op_format(Ops::MULACC, Scalar::FLOAT32, "tg_fma({0},{1},{2})");
   // bool arithmetic as INTERP defines it (GLSL has no + * & | on bool)
   set_op_format(Ops::ADD, Scalar::BOOL, "({0}||{1})");
   set_op_format(Ops::OR, Scalar::BOOL, "({0}||{1})");
@@ -237,6 +241,25 @@ std::string GlslRenderer::helpers(const std::string& body) const {
         if (used(t.s) && (t.bits < 32) == (pass == 1))
           out += int_helpers(t, fn);
   }
+  // float fma, one rounding: the product is exact in double; the double sum is made round-to-odd (an inexact
+  // sum gets an odd last bit, from its exact error by TwoSum), so rounding it to float is correctly rounded.
+  if (body.find("tg_fma(") != std::string::npos)
+    out += "float tg_fma(float a, float b, float c) {\n"
+           "  precise double p = double(a) * double(b);\n"
+           "  precise double s = p + double(c);\n"
+           "  precise double v = s - p;\n"
+           "  precise double e = (p - (s - v)) + (double(c) - v);\n"
+           "  if (e != 0.0 && !isinf(s) && !isnan(s)) {\n"
+           "    uvec2 w = unpackDouble2x32(s);\n"
+           "    if ((w.x & 1u) == 0u) {\n"
+           "      if ((e > 0.0) == (s > 0.0)) w.x += 1u;\n"
+           "      else if (w.x != 0u) w.x -= 1u;\n"
+           "      else w = uvec2(0xffffffffu, w.y - 1u);\n"
+           "      s = packDouble2x32(w);\n"
+           "    }\n"
+           "  }\n"
+           "  return float(s);\n"
+           "}\n";
   if (body.find("tg_lt(") != std::string::npos) {
     out += "bool tg_lt(bool a, bool b) { return !a && b; }\n";
     for (Scalar s : {Scalar::INT8, Scalar::UINT8, Scalar::INT16, Scalar::UINT16, Scalar::INT32, Scalar::UINT32,

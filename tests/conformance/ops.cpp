@@ -175,6 +175,17 @@ BOOST_AUTO_TEST_CASE(ternary) {
     item(
         "where/" + name(d), {{dtypes::bool_, Kind::any}, {d, Kind::any}, {d, Kind::any}},
         [](const Ts& x) { return x[0].where(x[1], x[2]); }, tol(Prec::exact, d));
+  // a*b+c on float32 is one fused multiply-add (one rounding) on every device, as on INTERP. The "cancel"
+  // values tell fused from unfused: (1 + 2^-12)(1 - 2^-12) - 1 is -2^-24 fused, 0 with a rounded product.
+  const DType f = dtypes::float32;
+  item("mulacc/float32", {{f, Kind::any}, {f, Kind::any}, {f, Kind::any}},
+       [](const Ts& x) { return x[0] * x[1] + x[2]; }, tol(Prec::exact, f));
+  const double a = 1 + 0x1p-12, b = 1 - 0x1p-12;
+  std::vector<HostValues> cancel = {{f, {4}, {a, a, 3, -0x1p-12}, {}, {}},
+                                    {f, {4}, {b, b, 0.5, 0x1p-12}, {}, {}},
+                                    {f, {4}, {-1, -0.5, 1, 0x1p-24}, {}, {}}};
+  check_program("mulacc/float32/cancel", "mulacc/float32/cancel", cancel,
+                [](const Ts& x) { return x[0] * x[1] + x[2]; }, tol(Prec::exact, f));
 }
 
 BOOST_AUTO_TEST_CASE(cast) {

@@ -18,7 +18,7 @@ namespace {
   throw ValueError("INTERP", fmt::format("{} is not defined on {}", op_name(op), d.str()));
 }
 
-// volatile forces each product to be rounded on its own, so a*b+c is never fused into one rounding.
+// volatile forces each product to be rounded on its own, so an unfused a*b+c stays two roundings.
 template <typename T>
 T mul(T a, T b) {
   volatile T t = a * b;
@@ -134,7 +134,9 @@ Val float_alu(Ops op, DType out, DType in, std::span<const Val> s) {
       return ret(a / b);
     case Ops::MAX:
       return ret(a < b ? b : a);
-    case Ops::MULACC:
+    case Ops::MULACC:  // fused (one rounding) on float32/float64; narrow floats round a*b, then the sum
+      if (in.scalar() == Scalar::FLOAT32 || in.scalar() == Scalar::FLOAT64)
+        return ret(std::fma(a, b, static_cast<T>(s[2].f)));
       return ret(mul(a, b) + static_cast<T>(s[2].f));
     case Ops::CMPLT:
       return int_val(a < b);

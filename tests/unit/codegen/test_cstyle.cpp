@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -217,4 +218,68 @@ BOOST_AUTO_TEST_CASE(clang_matches_interp,
   UOpRef tf = load(glob(1, dtypes::uint64, 8), rt)->alu(Ops::THREEFRY, load(glob(2, dtypes::uint64, 8), rt));
   same_as_interp(lower_c(UOp::sink({end(store(glob(0, dtypes::uint64, 8), rt, tf), {rt})})),
                  {std::vector<std::byte>(64), seq<uint64_t>(8, 1, 977), seq<uint64_t>(8, 5, 123457)});
+}
+
+namespace {
+
+// out[i] = a[i] * b[i] + c[i] over 4 values of dtype d (an explicit MULACC with `mulacc`).
+UOpRef fma_ast(DType d, bool mulacc = false) {
+  UOpRef r = range(4, 0);
+  UOpRef a = load(glob(1, d, 4), r), b = load(glob(2, d, 4), r), c = load(glob(3, d, 4), r);
+  UOpRef v = mulacc ? UOp::make(Ops::MULACC, d, {a, b, c}) : a * b + c;
+  return UOp::sink({end(store(glob(0, d, 4), r, v), {r})});
+}
+
+bool has_op(const LinearProgram& p, Ops op) {
+  return std::any_of(p.uops.begin(), p.uops.end(), [&](const UOpRef& u) { return u->op() == op; });
+}
+
+}  // namespace
+
+// a*b+c on float32 becomes one MULACC, fused (one rounding) on INTERP and in C alike: with
+// a = 1 + 2^-12, b = 1 - 2^-12, a*b = 1 - 2^-24 exactly, which rounds to 1 on its own (a tie, to even), so
+// a*b - 1 is 0 unfused and -2^-24 fused. An explicit float64 MULACC is fused too (2^-27: -2^-54); float64,
+// ints and narrow floats keep a*b+c.
+BOOST_AUTO_TEST_CASE(mulacc_is_fused,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+                       boost::test_tools::assertion_result ok(has_clang());
+                       if (!ok) ok.message() << "no clang binary on PATH to compile the rendered C";
+                       return ok;
+                     })) {
+  LinearProgram p32 = lower_c(fma_ast(dtypes::float32)), p64 = lower_c(fma_ast(dtypes::float64, true));
+  BOOST_TEST(!has_op(lower_c(fma_ast(dtypes::float64)), Ops::MULACC));
+  BOOST_TEST(has_op(p32, Ops::MULACC));
+  BOOST_TEST(contains(render(p32), "__builtin_fmaf("), render(p32));
+  BOOST_TEST(contains(render(p64), "__builtin_fma("), render(p64));
+  BOOST_TEST(!has_op(lower_c(fma_ast(dtypes::int32)), Ops::MULACC));
+  BOOST_TEST(!has_op(lower_kernel(fma_ast(dtypes::float16), interp::interp_caps()), Ops::MULACC));
+  // a renderer without MULACC keeps the two roundings
+  sdk::RendererCaps basic = c_dialect().caps();
+  const int m = static_cast<int>(Ops::MULACC);
+  basic.native_ops[m / 64] &= ~(uint64_t{1} << (m % 64));
+  BOOST_TEST(!has_op(lower_kernel(fma_ast(dtypes::float32), basic), Ops::MULACC));
+
+  const float a = 1.0f + 0x1p-12f, b = 1.0f - 0x1p-12f;
+  std::vector<std::vector<std::byte>> in32 = {std::vector<std::byte>(16),
+                                              bytes(std::vector<float>{a, a, 2, 0.5f}),
+                                              bytes(std::vector<float>{b, b, 3, 0.25f}),
+                                              bytes(std::vector<float>{-1, -0.5f, 1, -0.125f})};
+  auto on_interp = in32, on_clang = in32;
+  run_interp(p32, on_interp);
+  run_clang(render(p32), p32.name, on_clang);
+  const std::vector<float> want32 = {-0x1p-24f, 0.5f - 0x1p-24f, 7, 0};
+  BOOST_TEST((on_interp[0] == bytes(want32)));
+  BOOST_TEST((on_clang[0] == bytes(want32)));
+
+  const double c = 1.0 + 0x1p-27, e = 1.0 - 0x1p-27;
+  std::vector<std::vector<std::byte>> in64 = {std::vector<std::byte>(32),
+                                              bytes(std::vector<double>{c, c, 2, 0.5}),
+                                              bytes(std::vector<double>{e, e, 3, 0.25}),
+                                              bytes(std::vector<double>{-1, -0.5, 1, -0.125})};
+  auto i64 = in64, c64 = in64;
+  run_interp(p64, i64);
+  run_clang(render(p64), p64.name, c64);
+  const std::vector<double> want64 = {-0x1p-54, 0.5 - 0x1p-54, 7, 0};
+  BOOST_TEST((i64[0] == bytes(want64)));
+  BOOST_TEST((c64[0] == bytes(want64)));
 }
