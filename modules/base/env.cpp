@@ -21,6 +21,9 @@ constexpr std::array kVars = {
     VarInfo{"DEV", "", "device to use: NAME[:index][:renderer[:arch]]; NAME=1 (e.g. CLANG=1) is a shorthand"},
     VarInfo{"SPEC", "", "1 = check each stage's graph against the IR spec, 0 = never (default: on in debug builds)"},
     VarInfo{"CACHELEVEL", "1", "0 = no on-disk cache of compiled programs and BEAM results"},
+    VarInfo{"CONV_IM2COL", "16777216",
+            "largest conv window matrix (elements) kept in memory so conv and its gradients run as matmuls; "
+            "0 = never"},
     VarInfo{"TG_PLUGIN_PATH", "", "':'-separated plugin files or directories searched before the installed ones"},
     VarInfo{"TG_CACHE_DIR", "~/.cache/tinygrad.cpp",
             "where the compile and BEAM caches live (unset: $XDG_CACHE_HOME/tinygrad.cpp when that is set)"},
@@ -76,5 +79,6 @@ IntVar NOOPT{"NOOPT"};
 IntVar VIZ{"VIZ"};
 IntVar JIT{"JIT"};
 IntVar CACHELEVEL{"CACHELEVEL"};
+IntVar CONV_IM2COL{"CONV_IM2COL"};
 
 }  // namespace tg::env

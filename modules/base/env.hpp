@@ -57,5 +57,6 @@ extern IntVar NOOPT;       // 1 = no kernel optimizations
 extern IntVar VIZ;         // 1 = serve the graph/rewrite viewer
 extern IntVar JIT;         // 0 = disable jit capture
 extern IntVar CACHELEVEL;  // 0 = no disk cache, 1 = cache compiled programs and BEAM results
+extern IntVar CONV_IM2COL; // largest conv window matrix (elements) built so conv is a matmul
 
 }  // namespace tg::env

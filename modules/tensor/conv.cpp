@@ -1,5 +1,5 @@
 // Convolution, pooling, attention and dropout, built from movement ops, elementwise ops and reduces
-// only (tinygrad's _pool: sliding windows as one zero-copy view), so autograd needs no new rule.
+// (tinygrad's _pool: sliding windows as one zero-copy view); conv has its own backward rule (dx, dw convs).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "base/error.hpp"
+#include "tensor/gradient.hpp"
 #include "tensor/internal.hpp"
 
 namespace tg {
@@ -89,6 +91,139 @@ Tensor avg_pool(const Tensor& x, int n, const Sizes& kernel, const Sizes& stride
   for (int a = 0; a < n; a++)
     extra.emplace_back(ceil[a].first - reg[a].first, ceil[a].second - reg[a].second);
   return windows(xf, ceil).sum(axes) / windows(pad_spatial(xf, reg).ones_like(), extra).sum(axes);
+}
+
+int64_t window_count(int64_t in, int64_t k, int64_t s, std::pair<int64_t, int64_t> pad, int64_t d) {
+  return (in + pad.first + pad.second - d * (k - 1) - 1) / s + 1;
+}
+
+// The size of one sample's window matrix: channels * prod(kernel) * prod(out).
+int64_t window_elems(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, const Pairs& pads,
+                     const std::vector<int64_t>& d) {
+  int64_t e = x.shape()[1];
+  for (size_t a = 0; a < k.size(); a++) e *= k[a] * window_count(x.shape()[2 + a], k[a], s[a], pads[a], d[a]);
+  return e;
+}
+
+// The windows of x as a matrix in memory, (N, groups, Cin/groups * prod(kernel), prod(out)), when that is
+// small enough (CONV_IM2COL elements): the conv is then a matmul whose columns are contiguous.
+Tensor im2col(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, const Pairs& pads,
+              const std::vector<int64_t>& d, int64_t groups, std::string_view op) {
+  int n = static_cast<int>(k.size());
+  int64_t rows = x.shape()[1], cols = 1;
+  for (int a = 0; a < n; a++) rows *= k[a], cols *= window_count(x.shape()[2 + a], k[a], s[a], pads[a], d[a]);
+  if (x.shape()[0] * rows * cols > env::CONV_IM2COL.value()) return Tensor();
+  Tensor w = pad_spatial(x, pads).pool(k, s, d, op);  // (N, C, *out, *kernel)
+  Dims order{0, 1};
+  for (int a = 0; a < n; a++) order.push_back(2 + n + a);
+  for (int a = 0; a < n; a++) order.push_back(2 + a);
+  return w.permute(order).contiguous().reshape({x.shape()[0], groups, rows / groups, cols});
+}
+
+// The multiply-reduce over sliding windows plus bias: x (N, groups*Cin, *in), weight (Cout, Cin, *k),
+// shapes checked.
+Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
+                    const std::vector<int64_t>& s, const Pairs& pads, const std::vector<int64_t>& d,
+                    int64_t groups, std::string_view op) {
+  int n = weight.ndim() - 2;
+  int64_t bs = xin.shape()[0], cout = weight.shape()[0], cin = weight.shape()[1];
+  Shape k(weight.shape().begin() + 2, weight.shape().end());
+  if (Tensor cols = im2col(xin, k, s, pads, d, groups, op); cols.defined()) {
+    Shape final_shape{bs, cout}, ws{1, groups, cout / groups, -1};
+    for (int a = 0; a < n; a++)
+      final_shape.push_back(window_count(xin.shape()[2 + a], k[a], s[a], pads[a], d[a]));
+    Tensor y = weight.reshape(ws).matmul(cols);  // (N, groups, Cout/groups, L)
+    if (bias.defined()) y = y + bias.reshape({1, groups, cout / groups, 1});
+    // in memory as (N, Cout, L): the kernel keeps L as one axis (a vector-wide tile), not 2-d windows
+    return y.contiguous().reshape(final_shape);
+  }
+  Tensor x = pad_spatial(xin, pads).pool(k, s, d, op);  // (N, groups*Cin, *out, *kernel)
+  Shape out(x.shape().begin() + 2, x.shape().begin() + 2 + n);
+  int64_t rcout = cout / groups;
+  Shape xs{bs, groups, cin, 1}, xe{bs, groups, cin, rcout}, ws{1, groups, rcout}, final_shape{bs, cout};
+  for (int64_t v : out) xs.push_back(v), xe.push_back(v), ws.push_back(1), final_shape.push_back(v);
+  for (int64_t v : k) xs.push_back(v), xe.push_back(v);
+  ws.push_back(cin);
+  ws.insert(ws.end(), k.begin(), k.end());
+  Dims order{0, 1, 3};
+  for (int a = 0; a < n; a++) order.push_back(4 + a);
+  order.push_back(2);
+  for (int a = 0; a < n; a++) order.push_back(4 + n + a);
+  x = x.reshape(xs).expand(xe).permute(order);  // (N, groups, Cout/groups, *out, Cin/groups, *kernel)
+  Tensor y = (x * weight.reshape(ws)).sum(last_axes(n + 1)).reshape(final_shape);
+  if (!bias.defined()) return y;
+  Shape bshape{1, cout};
+  bshape.resize(2 + n, 1);
+  return y + bias.reshape(bshape);
+}
+
+// dx of a conv: the stride-1 conv of dy with s-1 zeros between its elements, padded so that the output
+// has the input's size, by the kernel flipped with its in/out channel axes swapped per group.
+Tensor conv_input_grad(const Tensor& dy, const Tensor& w, const Shape& in, const std::vector<int64_t>& s,
+                       const Pairs& pads, const std::vector<int64_t>& d, int64_t groups,
+                       std::string_view op) {
+  int n = w.ndim() - 2;
+  Tensor g = dy;
+  Shape o(dy.shape().begin() + 2, dy.shape().end());
+  if (std::any_of(s.begin(), s.end(), [](int64_t v) { return v > 1; })) {
+    Shape split{dy.shape()[0], dy.shape()[1]}, joined = split;
+    Pairs zeros{{0, 0}, {0, 0}}, cut{{0, dy.shape()[0]}, {0, dy.shape()[1]}};
+    for (int a = 0; a < n; a++) {
+      split.insert(split.end(), {o[a], 1});
+      zeros.insert(zeros.end(), {{0, 0}, {0, s[a] - 1}});
+      joined.push_back(o[a] * s[a]);
+      cut.emplace_back(0, (o[a] - 1) * s[a] + 1);
+    }
+    g = g.reshape(split).pad(zeros).reshape(joined).shrink(cut);
+  }
+  Pairs p;
+  for (int a = 0; a < n; a++) {
+    int64_t reach = d[a] * (w.shape()[2 + a] - 1);
+    p.emplace_back(reach - pads[a].first, in[a] + pads[a].first - (o[a] - 1) * s[a] - 1);
+  }
+  Dims spatial;
+  for (int a = 0; a < n; a++) spatial.push_back(3 + a);
+  // in memory (small): the reduce walks it with plain strides, not through the flip and the transpose
+  Tensor wt = w.unflatten(0, {groups, -1}).transpose(1, 2).flip(spatial).flatten(0, 1).contiguous();
+  return conv_windows(g, wt, Tensor(), std::vector<int64_t>(n, 1), p, d, groups, op);
+}
+
+// dw of a conv: every window of x times dy, summed over the batch and the output positions.
+Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const Shape& k, const std::vector<int64_t>& s,
+                        const Pairs& pads, const std::vector<int64_t>& d, int64_t groups,
+                        std::string_view op) {
+  int n = static_cast<int>(k.size());
+  int64_t bs = x.shape()[0], cin = x.shape()[1] / groups, rcout = dy.shape()[1] / groups;
+  if (int64_t fit = env::CONV_IM2COL.value() / window_elems(x, k, s, pads, d); fit >= 1) {
+    // dw^T = cols @ dy^T, a matmul with the output channels contiguous (dy^T is a small copy), summed over
+    // batch chunks whose window matrix fits
+    Tensor r;  // (groups, rows, Cout/groups)
+    for (int64_t b = 0; b < bs; b += fit) {
+      int64_t e = std::min(bs, b + fit);
+      Tensor cols = im2col(detail::shrink_axis(x, 0, b, e), k, s, pads, d, groups, op);
+      int64_t rows = cols.shape()[2], l = cols.shape()[3];
+      Tensor dyt = detail::shrink_axis(dy, 0, b, e).reshape({e - b, groups, rcout, l}).permute({0, 1, 3, 2});
+      Tensor part =
+          (cols.reshape({e - b, groups, rows, l, 1}) * dyt.contiguous().reshape({e - b, groups, 1, l, rcout}))
+              .sum({0, 3});
+      r = r.defined() ? r + part.contiguous() : part.contiguous();  // one matmul kernel per chunk
+    }
+    Shape ws{rcout * groups, cin};
+    ws.insert(ws.end(), k.begin(), k.end());
+    return r.contiguous().permute({0, 2, 1}).reshape(ws);  // stored as computed, then a small copy
+  }
+  Tensor xw = pad_spatial(x, pads).pool(k, s, d, op);  // (N, groups*Cin, *out, *kernel)
+  Shape xs{bs, groups, cin, 1}, gs{bs, groups, 1, rcout};
+  for (int a = 0; a < n; a++) xs.push_back(dy.shape()[2 + a]), gs.push_back(dy.shape()[2 + a]);
+  for (int a = 0; a < n; a++) xs.push_back(k[a]), gs.push_back(1);
+  Dims axes{0};
+  for (int a = 0; a < n; a++) axes.push_back(4 + a);
+  Tensor r = (xw.reshape(xs) * dy.reshape(gs)).sum(axes);  // (groups, Cin, Cout/groups, *kernel)
+  Dims order{0, 2, 1};
+  for (int a = 0; a < n; a++) order.push_back(3 + a);
+  Shape ws{rcout * groups, cin};
+  ws.insert(ws.end(), k.begin(), k.end());
+  return r.permute(order).reshape(ws);
 }
 
 }  // namespace
@@ -208,7 +343,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, Sizes stride, Padd
     throw ShapeError(
         op, fmt::format("input {} does not fit weight {}: needs (N, Cin, *spatial) with {} spatial axes",
                         shape_str(shape()), shape_str(weight.shape()), n));
-  int64_t bs = shape()[0], cin_all = shape()[1], cout = weight.shape()[0], cin = weight.shape()[1];
+  int64_t cin_all = shape()[1], cout = weight.shape()[0], cin = weight.shape()[1];
   if (groups < 1) throw ValueError(op, fmt::format("groups must be positive, got {}", groups));
   if (cin * groups != cin_all || cout % groups != 0)
     throw ShapeError(op, fmt::format("input {} with {} groups does not fit weight {}", shape_str(shape()),
@@ -218,24 +353,26 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, Sizes stride, Padd
   Shape k(weight.shape().begin() + 2, weight.shape().end());
   auto s = stride.resolve(n, op, "stride"), d = dilation.resolve(n, op, "dilation");
   Pairs pads = padding.resolve(n, k, d, s, op);
-  Tensor x = pad_spatial(*this, pads).pool(k, s, d, op);  // (N, groups*Cin, *out, *kernel)
-  Shape out(x.shape().begin() + 2, x.shape().begin() + 2 + n);
-  int64_t rcout = cout / groups;
-  Shape xs{bs, groups, cin, 1}, xe{bs, groups, cin, rcout}, ws{1, groups, rcout}, final_shape{bs, cout};
-  for (int64_t v : out) xs.push_back(v), xe.push_back(v), ws.push_back(1), final_shape.push_back(v);
-  for (int64_t v : k) xs.push_back(v), xe.push_back(v);
-  ws.push_back(cin);
-  ws.insert(ws.end(), k.begin(), k.end());
-  Dims order{0, 1, 3};
-  for (int a = 0; a < n; a++) order.push_back(4 + a);
-  order.push_back(2);
-  for (int a = 0; a < n; a++) order.push_back(4 + n + a);
-  x = x.reshape(xs).expand(xe).permute(order);  // (N, groups, Cout/groups, *out, Cin/groups, *kernel)
-  Tensor ret = (x * weight.reshape(ws)).sum(last_axes(n + 1)).reshape(final_shape);
-  if (!bias.defined()) return ret;
-  Shape bshape{1, cout};
-  bshape.resize(2 + n, 1);
-  return ret + bias.reshape(bshape);
+  Tensor ret = conv_windows(*this, weight, bias, s, pads, d, groups, op);
+  bool grad = requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad());
+  if (!grad || !ret.dtype().is_float()) return ret;
+  // its own backward rule: dx and dw are conv-shaped kernels, not the derivative of the window view
+  std::vector<UOpRef> inputs{uop(), weight.uop()};
+  if (bias.defined()) inputs.push_back(bias.uop());
+  Shape in(shape().begin() + 2, shape().end());
+  std::string dev = device(), name(op);
+  CustomBackward back = [=](const UOpRef& g) {
+    Tensor dy(g, dev), x(inputs[0], dev), w(inputs[1], dev);
+    std::vector<UOpRef> out{conv_input_grad(dy, w, in, s, pads, d, groups, name).cast(x.dtype()).uop(),
+                            conv_weight_grad(x, dy, k, s, pads, d, groups, name).cast(w.dtype()).uop()};
+    if (inputs.size() == 3) {
+      Dims axes{0};
+      for (int a = 0; a < n; a++) axes.push_back(2 + a);
+      out.push_back(dy.sum(axes).cast(Tensor(inputs[2], dev).dtype()).uop());
+    }
+    return out;
+  };
+  return detail::derive(custom_gradient(ret.uop(), inputs, std::move(back), name), ret, {&ret});
 }
 
 Tensor Tensor::conv2d(const Tensor& weight, const Tensor& bias, Sizes stride, Padding padding, Sizes dilation,

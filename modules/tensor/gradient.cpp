@@ -196,39 +196,69 @@ const PatternMatcher& pm_gradient() {
   return pm;
 }
 
+UOpRef custom_gradient(const UOpRef& forward, std::vector<UOpRef> inputs, CustomBackward backward,
+                       std::string name) {
+  auto arg = std::make_shared<const CustomGrad>(std::move(name), std::move(inputs), std::move(backward));
+  return UOp::make(Ops::DETACH, forward->dtype(), {forward}, OpaquePtr(arg));
+}
+
+namespace {
+// The CustomGrad of a custom-gradient node, or null.
+const CustomGrad* custom_of(const UOp* u) {
+  if (u->op() != Ops::DETACH || !std::holds_alternative<OpaquePtr>(u->arg())) return nullptr;
+  return dynamic_cast<const CustomGrad*>(std::get<OpaquePtr>(u->arg()).get());
+}
+}  // namespace
+
 std::unordered_map<UOpRef, UOpRef> compute_gradient(const UOpRef& root, const UOpRef& root_grad,
                                                     const std::vector<UOpRef>& targets) {
   if (shape_of(root_grad) != shape_of(root))
     throw ShapeError("gradient", "the output gradient must have the output's shape");
   std::unordered_set<const UOp*> target_set;
   for (const UOpRef& t : targets) target_set.insert(t.get());
-  // a node is on a path when one of its sources is a target or on a path; DETACH and ASSIGN cut paths
+  // a node is on a path when one of its sources is a target or on a path; DETACH and ASSIGN cut paths,
+  // a custom-gradient node leads through its inputs
   std::vector<const UOp*> topo = root->toposort();
   std::unordered_map<const UOp*, bool> on_path;
   auto leads = [&](const UOp* s) { return target_set.count(s) > 0 || on_path[s]; };
   for (const UOp* u : topo) {
     bool p = false;
-    if (u->op() != Ops::DETACH && u->op() != Ops::ASSIGN)
+    if (const CustomGrad* cg = custom_of(u))
+      for (const UOpRef& s : cg->inputs) p = p || leads(s.get());
+    else if (u->op() != Ops::DETACH && u->op() != Ops::ASSIGN)
       for (const UOpRef& s : u->src()) p = p || leads(s.get());
     on_path[u] = p;
   }
   std::unordered_map<UOpRef, UOpRef> grads{{root, root_grad}};
+  auto add = [&](const UOpRef& s, const UOpRef& v) {
+    if (!v || v->op() == Ops::NOOP || !leads(s.get())) return;
+    auto [slot, fresh] = grads.try_emplace(s, v);
+    if (!fresh) slot->second = slot->second + v;
+  };
   GradientCtx ctx;
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const UOp* u = *it;
     if (!on_path[u]) continue;
     auto g = grads.find(u->ref());
     if (g == grads.end()) continue;
+    if (const CustomGrad* cg = custom_of(u)) {
+      std::vector<UOpRef> out = cg->backward(g->second);
+      if (out.size() != cg->inputs.size())
+        throw ValueError("gradient", fmt::format("{} gave {} gradients for {} inputs", cg->str(), out.size(),
+                                                 cg->inputs.size()));
+      for (size_t i = 0; i < out.size(); i++) {
+        if (out[i] && shape_of(out[i]) != shape_of(cg->inputs[i]))
+          throw ShapeError("gradient",
+                           fmt::format("{} gave a gradient of the wrong shape for input {}", cg->str(), i));
+        add(cg->inputs[i], out[i]);
+      }
+      continue;
+    }
     ctx.grad = g->second;
     UOpRef out = pm_gradient().rewrite(u->ref(), &ctx);
     if (!out || out->op() != Ops::SINK || out->src().size() != u->src().size())
       throw NotSupportedError("gradient", fmt::format("no gradient rule for {}", op_name(u->op())));
-    for (size_t i = 0; i < u->src().size(); i++) {
-      const UOpRef &s = u->src(i), &v = out->src(i);
-      if (v->op() == Ops::NOOP || !leads(s.get())) continue;
-      auto [slot, fresh] = grads.try_emplace(s, v);
-      if (!fresh) slot->second = slot->second + v;
-    }
+    for (size_t i = 0; i < u->src().size(); i++) add(u->src(i), out->src(i));
   }
   return grads;
 }

@@ -273,6 +273,17 @@ grad["conv2d_dilated"] = grads_of(lambda x, w: F.conv2d(x, w, None, stride=1, pa
                                   rnd(1, 2, 6, 6), rnd(3, 2, 3, 3))
 grad["conv_transpose2d"] = grads_of(lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
                                     rnd(1, 3, 3, 4), rnd(3, 2, 3, 3), rnd(2))
+# conv's own backward rule (dx and dw as convs): stride, dilation, groups, asymmetric and wide padding
+grad["conv2d_s2_d2_g2"] = grads_of(lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=(1, 2), dilation=2, groups=2),
+                                   rnd(2, 4, 9, 8), rnd(6, 2, 3, 2), rnd(6))
+grad["conv2d_asymmetric"] = grads_of(lambda x, w, b: F.conv2d(F.pad(x, (2, 1, 1, 0)), w, b, stride=(2, 1)),
+                                     rnd(1, 3, 7, 6), rnd(4, 3, 3, 3), rnd(4))
+grad["conv2d_wide_pad_s3"] = grads_of(lambda x, w: F.conv2d(x, w, None, stride=3, padding=3),
+                                      rnd(2, 2, 8, 7), rnd(3, 2, 2, 3))
+grad["conv1d_s2"] = grads_of(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), rnd(2, 3, 10), rnd(4, 3, 3),
+                             rnd(4))
+grad["conv3d"] = grads_of(lambda x, w: F.conv3d(x, w, None, stride=(1, 2, 1), padding=1), rnd(1, 2, 4, 5, 4),
+                          rnd(2, 2, 2, 3, 2))
 grad["max_pool2d"] = grads_of(lambda x: F.max_pool2d(x, 3, 2, 1), rnd(2, 2, 7, 6))
 grad["avg_pool2d"] = grads_of(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
                               rnd(2, 2, 7, 6))

@@ -1,5 +1,6 @@
 #define BOOST_TEST_MODULE nn_conv
 // Convolution, pooling, attention and dropout against PyTorch.
+#include "base/env.hpp"
 #include "reference.hpp"
 
 using namespace tg;
@@ -29,13 +30,16 @@ Padding padding_of(const json& j) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(conv2d_matches_torch) {
-  for (const json& c : reference()["conv2d"]) {
-    BOOST_TEST_CONTEXT("conv2d case " << c.dump().substr(0, 120)) {
-      Tensor b = c.contains("b") ? tensor_of(c["b"]) : Tensor();
-      Tensor y =
-          tensor_of(c["x"]).conv2d(tensor_of(c["w"]), b, sizes_of(c["stride"]), padding_of(c["padding"]),
-                                   sizes_of(c["dilation"]), c["groups"].get<int64_t>());
-      expect_matches(y, c["y"]);
+  for (int im2col : {env::CONV_IM2COL.value(), 0}) {  // as a matmul, then as a multiply-reduce over windows
+    env::Scoped mode(env::CONV_IM2COL, im2col);
+    for (const json& c : reference()["conv2d"]) {
+      BOOST_TEST_CONTEXT("conv2d case " << c.dump().substr(0, 120) << " im2col " << im2col) {
+        Tensor b = c.contains("b") ? tensor_of(c["b"]) : Tensor();
+        Tensor y =
+            tensor_of(c["x"]).conv2d(tensor_of(c["w"]), b, sizes_of(c["stride"]), padding_of(c["padding"]),
+                                     sizes_of(c["dilation"]), c["groups"].get<int64_t>());
+        expect_matches(y, c["y"]);
+      }
     }
   }
 }
@@ -145,6 +149,7 @@ BOOST_AUTO_TEST_CASE(argument_forms_agree) {
 }
 
 BOOST_AUTO_TEST_CASE(windows_are_one_view_fused_into_one_kernel) {
+  env::Scoped direct(env::CONV_IM2COL, 0);  // a window matrix in memory would add its own kernels
   Tensor x = Tensor::randn({2, 3, 8, 8}).realize(), w = Tensor::randn({4, 3, 3, 3}).realize();
   Tensor b = Tensor::randn({4}).realize();
   BOOST_TEST(x.conv2d(w, b, 1, 1).relu().schedule().size() == 1u);

@@ -2,6 +2,7 @@
 // Gradients of convolution, pooling, batchnorm and attention, and real training steps, against PyTorch.
 #include <functional>
 
+#include "base/env.hpp"
 #include "nn/layers.hpp"
 #include "nn/losses.hpp"
 #include "nn/optim.hpp"
@@ -42,6 +43,48 @@ BOOST_AUTO_TEST_CASE(conv_gradients_match_torch) {
               [](const std::vector<Tensor>& x) { return x[0].conv2d(x[1], Tensor(), 1, 2, 2); });
   check_grads("conv_transpose2d",
               [](const std::vector<Tensor>& x) { return x[0].conv_transpose2d(x[1], x[2], 2, 1, 1); });
+}
+
+namespace {
+
+// Inputs that require grad (conv's own backward rule), checked against PyTorch.
+void check_rule(const char* name, const std::function<Tensor(const std::vector<Tensor>&)>& fn) {
+  const json& r = reference()["grad"][name];
+  std::vector<Tensor> xs;
+  for (const json& i : r["inputs"]) xs.push_back(tensor_of(i).requires_grad_());
+  (fn(xs) * tensor_of(r["g"])).sum().backward();
+  for (size_t i = 0; i < xs.size(); i++) {
+    BOOST_TEST_CONTEXT(name << " gradient " << i) { expect_matches(xs[i].grad(), r["grads"][i], 2e-4); }
+  }
+}
+
+}  // namespace
+
+// Inputs that require grad take conv's own backward rule (dx and dw are convs, not the window view's
+// derivative); every combination of stride, dilation, groups and padding against PyTorch.
+BOOST_AUTO_TEST_CASE(conv_backward_rule_matches_torch) {
+  auto check = [](const char* name, const std::function<Tensor(const std::vector<Tensor>&)>& fn) {
+    check_rule(name, fn);
+    {
+      env::Scoped chunked(env::CONV_IM2COL, 500);  // dw over batch chunks whose window matrix fits
+      check_rule(name, fn);
+    }
+    env::Scoped direct(env::CONV_IM2COL, 0);  // the multiply-reduce over windows instead of the matmul
+    check_rule(name, fn);
+  };
+  check("conv2d", [](const std::vector<Tensor>& x) { return x[0].conv2d(x[1], x[2], 2, 1, 1, 2); });
+  check("conv2d_dilated", [](const std::vector<Tensor>& x) { return x[0].conv2d(x[1], Tensor(), 1, 2, 2); });
+  check("conv2d_s2_d2_g2", [](const std::vector<Tensor>& x) {
+    return x[0].conv2d(x[1], x[2], 2, Padding{1, 2}, 2, 2);
+  });
+  check("conv2d_asymmetric", [](const std::vector<Tensor>& x) {
+    return x[0].conv2d(x[1], x[2], {2, 1}, Padding(std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {2, 1}}));
+  });
+  check("conv2d_wide_pad_s3", [](const std::vector<Tensor>& x) { return x[0].conv2d(x[1], Tensor(), 3, 3); });
+  check("conv1d_s2", [](const std::vector<Tensor>& x) { return x[0].conv1d(x[1], x[2], 2, 1); });
+  check("conv3d", [](const std::vector<Tensor>& x) { return x[0].conv(x[1], Tensor(), {1, 2, 1}, 1); });
+  check("conv_transpose2d",
+        [](const std::vector<Tensor>& x) { return x[0].conv_transpose2d(x[1], x[2], 2, 1, 1); });
 }
 
 BOOST_AUTO_TEST_CASE(pool_gradients_match_torch) {
