@@ -76,6 +76,14 @@ DiskCache::DiskCache(std::string path) : path_(std::move(path)) {
     db_ = nullptr;
     throw FormatError("disk cache", fmt::format("{} is not a usable program cache: {}", path_, msg));
   }
+  const char* lowered =
+      "CREATE TABLE IF NOT EXISTS lowered_v1 (key TEXT NOT NULL PRIMARY KEY, record BLOB NOT NULL)";
+  if (sqlite3_exec(db_, lowered, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    std::string msg = sqlite3_errmsg(db_);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw FormatError("disk cache", fmt::format("{} is not a usable program cache: {}", path_, msg));
+  }
 }
 
 DiskCache::~DiskCache() { sqlite3_close(db_); }
@@ -106,6 +114,31 @@ void DiskCache::put(std::string_view compiler_key, std::string_view source,
   static const std::byte empty{};
   const void* data = binary.empty() ? &empty : static_cast<const void*>(binary.data());
   if (sqlite3_bind_blob64(st.s, 3, data, binary.size(), SQLITE_TRANSIENT) != SQLITE_OK)
+    fail(db_, path_, "bind");
+  if (sqlite3_step(st.s) != SQLITE_DONE) fail(db_, path_, "write");
+}
+
+std::optional<std::string> DiskCache::get_lowered(std::string_view key) {
+  std::lock_guard lock(mu_);
+  Statement st;
+  prepare(db_, path_, "SELECT record FROM lowered_v1 WHERE key = ?1", st);
+  bind_text(db_, path_, st, 1, key);
+  int rc = sqlite3_step(st.s);
+  if (rc == SQLITE_DONE) return std::nullopt;
+  if (rc != SQLITE_ROW) fail(db_, path_, "read");
+  const auto* data = static_cast<const char*>(sqlite3_column_blob(st.s, 0));
+  auto n = static_cast<size_t>(sqlite3_column_bytes(st.s, 0));
+  return data == nullptr ? std::string() : std::string(data, n);
+}
+
+void DiskCache::put_lowered(std::string_view key, std::string_view record) {
+  std::lock_guard lock(mu_);
+  Statement st;
+  prepare(db_, path_, "INSERT OR REPLACE INTO lowered_v1 (key, record) VALUES (?1, ?2)", st);
+  bind_text(db_, path_, st, 1, key);
+  static const char empty{};
+  const void* data = record.empty() ? &empty : static_cast<const void*>(record.data());
+  if (sqlite3_bind_blob64(st.s, 2, data, record.size(), SQLITE_TRANSIENT) != SQLITE_OK)
     fail(db_, path_, "bind");
   if (sqlite3_step(st.s) != SQLITE_DONE) fail(db_, path_, "write");
 }
@@ -142,6 +175,8 @@ void disable(const std::exception& e) {
 std::string program_key(Device& dev) { return fmt::format("{}|{}", dev.name(), dev.compiler().cache_key()); }
 
 }  // namespace
+
+void disable_disk_cache(const std::exception& e) { disable(e); }
 
 DiskCache* program_disk_cache() {
   if (env::CACHELEVEL.value() <= 0) return nullptr;

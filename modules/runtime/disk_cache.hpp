@@ -2,6 +2,7 @@
 // The on-disk cache of compiled programs: one sqlite3 file under TG_CACHE_DIR mapping
 // (compiler cache key, source hash) -> binary, shared by every process of the user.
 #include <cstddef>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -30,6 +31,9 @@ class DiskCache {
   std::optional<std::vector<std::byte>> get(std::string_view compiler_key, std::string_view source);
   // Stores (or replaces) the binary. Throws FormatError on a database error (e.g. a read-only file).
   void put(std::string_view compiler_key, std::string_view source, std::span<const std::byte> binary);
+  // Lowered kernels (runtime/lowered_cache.hpp) by their content key: the stored record, if any.
+  std::optional<std::string> get_lowered(std::string_view key);
+  void put_lowered(std::string_view key, std::string_view record);
   const std::string& path() const { return path_; }
 
  private:
@@ -45,6 +49,10 @@ std::string cache_dir();
 // The process's program cache (<cache_dir()>/cache.db), or nullptr when CACHELEVEL=0 or the file cannot
 // be used; the first failure is reported once at DEBUG>=1 and the cache stays off for the process.
 DiskCache* program_disk_cache();
+
+// Turns the program disk cache off for the rest of the process after a database error, saying why once
+// (DEBUG>=1).
+void disable_disk_cache(const std::exception& e);
 
 // Source -> binary for dev, through the program disk cache: a hit never calls the device compiler.
 // The key is the device name and its compiler's cache_key(). Counts Stat::compiled or Stat::disk_hits;

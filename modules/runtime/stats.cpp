@@ -7,7 +7,7 @@
 namespace tg {
 
 namespace {
-constexpr size_t kStats = static_cast<size_t>(Stat::beam_cache_hits) + 1;
+constexpr size_t kStats = static_cast<size_t>(Stat::lowered_disk_hits) + 1;
 std::array<std::atomic<uint64_t>, kStats>& counters() {
   static std::array<std::atomic<uint64_t>, kStats> c{};
   return c;
@@ -17,7 +17,8 @@ uint64_t read(Stat s) { return counters()[static_cast<size_t>(s)].load(std::memo
 
 RuntimeStats runtime_stats() {
   return {read(Stat::compiled), read(Stat::disk_hits), read(Stat::memory_hits), read(Stat::launched),
-          read(Stat::scheduled), read(Stat::beam_searched), read(Stat::beam_cache_hits)};
+          read(Stat::scheduled), read(Stat::beam_searched), read(Stat::beam_cache_hits), read(Stat::lowered),
+          read(Stat::lowered_disk_hits)};
 }
 
 void count_stat(Stat s, uint64_t n) {

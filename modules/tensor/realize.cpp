@@ -3,17 +3,24 @@
 #include "tensor/realize.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <thread>
+#include <typeinfo>
 #include <unordered_map>
 #include <utility>
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include "base/env.hpp"
 #include "base/error.hpp"
+#include "base/hash.hpp"
 #include "base/log.hpp"
 #include "codegen/estimate.hpp"
 #include "codegen/lower.hpp"
@@ -21,6 +28,7 @@
 #include "runtime/buffer.hpp"
 #include "runtime/check.hpp"
 #include "runtime/disk_cache.hpp"
+#include "runtime/lowered_cache.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/stats.hpp"
 #include "schedule/schedule.hpp"
@@ -68,6 +76,12 @@ struct DeviceStorage {
 
 // The JIT's recorder on this thread, if a capture is active (CaptureScope).
 thread_local CaptureLog* active_capture = nullptr;
+
+// Where a realize's time went, for its DEBUG=1 line (this thread's current realize).
+struct RealizeTimes {
+  double schedule = 0, lower = 0, compile = 0, run = 0;
+};
+thread_local RealizeTimes realize_times;
 
 int64_t buffer_id(const UOp& buffer) { return buffer.src(0)->arg_as<int64_t>(); }
 std::string buffer_device(const UOp& buffer) { return buffer.src(1)->arg_as<std::string>(); }
@@ -141,7 +155,9 @@ std::vector<UOpRef> realize_targets(std::span<const UOpRef> roots) {
 // Interned ASTs make the pointer the identity; the entry holds the AST so the pointer cannot be reused.
 struct CompiledKernel {
   UOpRef ast;
-  LinearProgram prog;
+  std::optional<LinearProgram> prog;  // empty when the lowered kernel came from the disk cache
+  LoweredKernel lowered;              // what the launch needs: name, arguments, static launch sizes
+  bool static_dims = true;            // false: sizes depend on variables, prog computes them per launch
   std::shared_ptr<sdk::Program> program;
 };
 struct KernelCache {
@@ -164,64 +180,224 @@ BeamInputs beam_inputs(const ScheduleItem& si, const VarVals& var_vals) {
   return in;
 }
 
+// Size and modification time of the file holding addr's code: a new build of the library (or of the
+// plugin behind a renderer) changes it, so lowered kernels of an older build are not reused.
+std::string code_stamp(const void* addr) {
+  Dl_info info{};
+  if (dladdr(addr, &info) == 0 || info.dli_fname == nullptr) return "?";
+  std::error_code ec;
+  auto size = std::filesystem::file_size(info.dli_fname, ec);
+  auto time = std::filesystem::last_write_time(info.dli_fname, ec);
+  if (ec) return info.dli_fname;
+  return fmt::format("{}:{}:{}", info.dli_fname, size, time.time_since_epoch().count());
+}
+
+// The content key of a lowered kernel: the AST's structure (never its address), the device with its
+// renderer, the compiler key, the code that lowers and renders, and the options that change the output.
+std::string lowered_key(Device& dev, const UOpRef& ast, const std::optional<std::vector<Opt>>& opts) {
+  static const std::string lib = code_stamp(reinterpret_cast<const void*>(&lowered_key));
+  // The renderer's type information lives in the binary that implements it.
+  const sdk::Renderer& renderer = dev.renderer();
+  const void* renderer_code = typeid(renderer).name();
+  std::string text = fmt::format("{}|{}|{}|{}|NOOPT={}|BEAM={}|opts=", dev.str(), dev.compiler().cache_key(),
+                                 lib, code_stamp(renderer_code), env::NOOPT.value(), beam_width());
+  if (opts)
+    for (const Opt& o : *opts) text += o.str() + ",";
+  const sdk::RendererCaps& c = dev.caps();  // what the heuristic and the decompositions read
+  text += fmt::format("|caps={} {} {} {} {} {} {}{}{} {},{},{} {},{},{} {} {} {} {} {} {} {}\n", c.dtypes,
+                      c.native_ops[0], c.native_ops[1], c.native_ops[2], c.native_ops[3], c.max_vector_width,
+                      int{c.has_local}, int{c.has_shared}, int{c.has_threads}, c.global_max[0],
+                      c.global_max[1], c.global_max[2], c.local_max[0], c.local_max[1], c.local_max[2],
+                      c.max_local_size, c.max_shared_bytes, c.max_buffers, c.max_int_args, c.thread_count,
+                      int{c.supports_float_ints},
+                      std::string_view(c.dialect, strnlen(c.dialect, sizeof(c.dialect))));
+  std::unordered_map<const UOp*, size_t> index;
+  for (const UOp* u : ast->toposort()) {
+    text +=
+        fmt::format("{} {} {}:{} [", op_name(u->op()), u->dtype().str(), u->arg().index(), arg_str(u->arg()));
+    for (const UOpRef& src : u->src()) text += fmt::format("{},", index.at(src.get()));
+    text += "]\n";
+    index.emplace(u, index.size());
+  }
+  return hash_hex(text);
+}
+
+bool dims_are_static(const LinearProgram& prog) {
+  for (int i = 0; i < 3; i++)
+    if (!prog.global_size[i]->is_const() || !prog.local_size[i]->is_const()) return false;
+  return true;
+}
+
+// AST -> lowered kernel: from the disk cache when this exact kernel was lowered before (any process),
+// else through codegen and the renderer (then stored). DEBUG>=2 always lowers, so its per-launch rates,
+// applied opts (3) and linear uops (6) are there.
+void lower(Device& dev, const ScheduleItem& si, const VarVals& var_vals, CompiledKernel& k) {
+  const UOpRef& ast = si.ast;
+  // BEAM's own disk cache makes a repeated search cheap, but the key needs its result: search first.
+  LowerOptions options;
+  if (int width = beam_width(); width > 0 && env::NOOPT == 0)
+    options.opts = beam_search(dev, ast, width, beam_inputs(si, var_vals));
+  std::string key = lowered_key(dev, ast, options.opts);
+  std::optional<LoweredKernel> hit;
+  if (env::DEBUG < 2) hit = load_lowered(key);
+  if (hit) {
+    count_stat(Stat::lowered_disk_hits);
+    k.lowered = std::move(*hit);
+    return;
+  }
+  // DEBUG: 3 applied opts and 6 linear uops come from lower_kernel, 5 the AST from the scheduler.
+  k.prog = lower_kernel(ast, dev.caps(), options);
+  count_stat(Stat::lowered);
+  const std::vector<const UOp*> view = k.prog->view();
+  sdk::Blob source;
+  {
+    // Renderers promise nothing about threads; kernels may be lowered on several (precompile).
+    static std::mutex render_mu;
+    std::lock_guard lock(render_mu);
+    check(dev.renderer().render(k.prog->name, view, source), "render", k.prog->name);
+  }
+  debug_log(4, "{}", source.text());
+  k.lowered.name = k.prog->name;
+  k.lowered.source = std::string(source.text());
+  for (const BufferArg& a : k.prog->bufs) k.lowered.bufs.push_back({a.index, a.written});
+  for (const UOpRef& v : k.prog->vars) k.lowered.vars.push_back(v->arg_as<VarArg>().name);
+  k.static_dims = dims_are_static(*k.prog);
+  if (!k.static_dims) return;  // sizes over variables need the program: lowered again by each process
+  k.lowered.dims = k.prog->launch_dims(std::vector<int64_t>(k.prog->vars.size(), 0));
+  store_lowered(key, k.lowered);
+}
+
+std::string memory_key(Device& dev, const UOpRef& ast) {
+  return fmt::format("{}|{}", dev.str(), static_cast<const void*>(ast.get()));
+}
+
+// A kernel lowered and compiled (or read from the disk caches) but not yet loaded: safe on any thread.
+struct BuiltKernel {
+  std::shared_ptr<CompiledKernel> kernel;
+  sdk::Blob binary;
+  bool from_disk = false;
+};
+
+BuiltKernel build_kernel(Device& dev, const ScheduleItem& si, const VarVals& var_vals) {
+  BuiltKernel b;
+  b.kernel = std::make_shared<CompiledKernel>();
+  b.kernel->ast = si.ast;
+  Timer t;
+  lower(dev, si, var_vals, *b.kernel);
+  realize_times.lower += t.seconds();
+  t.reset();
+  b.binary = compile_cached(dev, b.kernel->lowered.source, &b.from_disk);
+  realize_times.compile += t.seconds();
+  return b;
+}
+
+// Loads a built kernel on the realizing thread and keeps it for the process.
+std::shared_ptr<const CompiledKernel> load_kernel(Device& dev, BuiltKernel b) {
+  Timer t;
+  CompiledKernel& k = *b.kernel;
+  try {
+    k.program = dev.load(k.lowered.name, b.binary.bytes());
+  } catch (const Error& e) {
+    if (!b.from_disk) throw;
+    // A cached binary this device cannot load (written by an older plugin): compile it again.
+    debug_log(1, "warning: {}; compiling {} again", e.what(), k.lowered.name);
+    b.binary = compile_and_store(dev, k.lowered.source);
+    k.program = dev.load(k.lowered.name, b.binary.bytes());
+  }
+  realize_times.compile += t.seconds();
+  KernelCache& cache = kernel_cache();
+  std::lock_guard lock(cache.mu);
+  return cache.kernels.emplace(memory_key(dev, k.ast), std::move(b.kernel)).first->second;
+}
+
 std::shared_ptr<const CompiledKernel> compile_kernel(Device& dev, const ScheduleItem& si,
                                                      const VarVals& var_vals) {
-  const UOpRef& ast = si.ast;
-  std::string key = fmt::format("{}|{}", dev.str(), static_cast<const void*>(ast.get()));
   KernelCache& cache = kernel_cache();
   {
     std::lock_guard lock(cache.mu);
-    if (auto it = cache.kernels.find(key); it != cache.kernels.end()) {
+    if (auto it = cache.kernels.find(memory_key(dev, si.ast)); it != cache.kernels.end()) {
       count_stat(Stat::memory_hits);
       return it->second;
     }
   }
-  auto k = std::make_shared<CompiledKernel>();
-  k->ast = ast;
-  // DEBUG: 3 applied opts and 6 linear uops come from lower_kernel, 5 the AST from the scheduler.
-  LowerOptions options;
-  if (int width = beam_width(); width > 0 && env::NOOPT == 0)
-    options.opts = beam_search(dev, ast, width, beam_inputs(si, var_vals));
-  k->prog = lower_kernel(ast, dev.caps(), options);
-  const std::vector<const UOp*> view = k->prog.view();
-  sdk::Blob source;
-  check(dev.renderer().render(k->prog.name, view, source), "render", k->prog.name);
-  debug_log(4, "{}", source.text());
-  bool from_disk = false;
-  sdk::Blob binary = compile_cached(dev, source.text(), &from_disk);
-  try {
-    k->program = dev.load(k->prog.name, binary.bytes());
-  } catch (const Error& e) {
-    if (!from_disk) throw;
-    // A cached binary this device cannot load (written by an older plugin): compile it again.
-    debug_log(1, "warning: {}; compiling {} again", e.what(), k->prog.name);
-    binary = compile_and_store(dev, source.text());
-    k->program = dev.load(k->prog.name, binary.bytes());
-  }
-  std::lock_guard lock(cache.mu);
-  return cache.kernels.emplace(key, std::move(k)).first->second;
+  return load_kernel(dev, build_kernel(dev, si, var_vals));
 }
 
-// DEBUG=2: one line per launch with its sizes, time and the rates the work estimate gives.
-void log_launch(Device& dev, const LinearProgram& prog, const sdk::LaunchDims& d,
-                std::span<const int64_t> vals, std::span<const int64_t> nbytes, double seconds) {
-  Estimate e = estimate(prog, vals, nbytes);
-  double s = std::max(seconds, 1e-9);
-  debug_log(2, "{:<6} {:<20} g[{},{},{}] l[{},{},{}] {:>10.2f} us {:>9.3f} GFLOPS {:>8.3f} GB/s", dev.name(),
-            prog.name, d.global[0], d.global[1], d.global[2], d.local[0], d.local[1], d.local[2],
-            seconds * 1e6, static_cast<double>(e.ops) / s * 1e-9, static_cast<double>(e.bytes) / s * 1e-9);
+// Cold caches: the schedule's new kernels are lowered and compiled on two threads before any runs, then
+// loaded in schedule order. Entries are null for kernels left to run_kernel: those already loaded,
+// repeats of an earlier kernel (run_kernel counts them as memory hits, as without precompiling) and any
+// whose build failed (run_kernel builds it again and reports the error in order). Not under BEAM (its
+// timings need the machine) or DEBUG>=3 (per-kernel output stays in schedule order).
+std::vector<std::shared_ptr<const CompiledKernel>> precompile(std::span<const ScheduleItem> items,
+                                                              const VarVals& var_vals) {
+  std::vector<std::shared_ptr<const CompiledKernel>> out(items.size());
+  if (beam_width() > 0 || env::DEBUG >= 3) return out;
+  std::vector<size_t> todo;
+  std::vector<Device*> devs;  // resolved here: the registry is the realizing thread's
+  {
+    KernelCache& cache = kernel_cache();
+    std::lock_guard lock(cache.mu);
+    std::unordered_map<std::string, bool> seen;
+    for (size_t i = 0; i < items.size(); i++) {
+      if (items[i].is_copy()) continue;
+      Device& dev = tg::device(buffer_device(*items[i].bufs.at(0)));
+      std::string key = memory_key(dev, items[i].ast);
+      if (!cache.kernels.contains(key) && seen.emplace(key, true).second)
+        todo.push_back(i), devs.push_back(&dev);
+    }
+  }
+  if (todo.size() < 2) return out;
+  std::vector<std::optional<BuiltKernel>> built(todo.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t j; (j = next.fetch_add(1)) < todo.size();) {
+      const ScheduleItem& si = items[todo[j]];
+      try {
+        built[j] = build_kernel(*devs[j], si, var_vals);
+      } catch (...) {  // built again by run_kernel, which reports it in schedule order
+      }
+    }
+  };
+  RealizeTimes helper_times;
+  std::thread helper([&] {
+    work();
+    helper_times = realize_times;
+  });
+  work();
+  helper.join();
+  realize_times.lower += helper_times.lower, realize_times.compile += helper_times.compile;
+  for (size_t j = 0; j < todo.size(); j++) {
+    if (!built[j]) continue;
+    out[todo[j]] = load_kernel(*devs[j], std::move(*built[j]));
+  }
+  return out;
+}
+
+// A kernel read from the lowered-kernel cache has no program to estimate from: its line has no rates.
+void log_launch(Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d, std::span<const int64_t> vals,
+                std::span<const int64_t> nbytes, double seconds) {
+  std::string line =
+      fmt::format("{:<6} {:<20} g[{},{},{}] l[{},{},{}] {:>10.2f} us", dev.name(), k.lowered.name,
+                  d.global[0], d.global[1], d.global[2], d.local[0], d.local[1], d.local[2], seconds * 1e6);
+  if (k.prog) {
+    Estimate e = estimate(*k.prog, vals, nbytes);
+    double s = std::max(seconds, 1e-9);
+    line += fmt::format(" {:>9.3f} GFLOPS {:>8.3f} GB/s", static_cast<double>(e.ops) / s * 1e-9,
+                        static_cast<double>(e.bytes) / s * 1e-9);
+  }
+  debug_log(2, "{}", line);
 }
 
 void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
-                std::vector<std::shared_ptr<DeviceStorage>>& keep) {
+                std::vector<std::shared_ptr<DeviceStorage>>& keep, std::shared_ptr<const CompiledKernel> k) {
   Device& dev = tg::device(buffer_device(*si.bufs.at(0)));
-  std::shared_ptr<const CompiledKernel> k = compile_kernel(dev, si, var_vals);
-  const LinearProgram& prog = k->prog;
+  if (!k) k = compile_kernel(dev, si, var_vals);
+  const LoweredKernel& prog = k->lowered;
   std::vector<sdk::Handle> handles;
   std::vector<int64_t> nbytes;
   CapturedLaunch* rec = active_capture ? &active_capture->launches.emplace_back() : nullptr;
   if (rec) rec->name = prog.name, rec->program = k->program;
-  for (const BufferArg& a : prog.bufs) {
+  for (const LoweredKernel::Buf& a : prog.bufs) {
     std::shared_ptr<DeviceStorage> s = storage_for(*si.bufs.at(static_cast<size_t>(a.index)));
     handles.push_back(s->buf->handle());
     nbytes.push_back(static_cast<int64_t>(s->buf->nbytes()));
@@ -232,19 +408,20 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
     keep.push_back(std::move(s));
   }
   std::vector<int64_t> vals;
-  for (const UOpRef& v : prog.vars) {
-    const auto& name = v->arg_as<VarArg>().name;
+  for (const std::string& name : prog.vars) {
     auto it = std::find_if(var_vals.begin(), var_vals.end(),
                            [&](const auto& kv) { return kv.first->template arg_as<VarArg>().name == name; });
     if (it == var_vals.end()) throw ValueError("realize", fmt::format("variable {} has no value", name));
     vals.push_back(it->second);
   }
   double seconds = 0;
-  sdk::LaunchDims dims = prog.launch_dims(vals);
+  sdk::LaunchDims dims = k->static_dims ? prog.dims : k->prog->launch_dims(vals);
   if (rec) rec->vals = vals, rec->dims = dims;
+  Timer t;
   check(k->program->launch(handles, vals, dims, true, &seconds), "launch", prog.name);
+  realize_times.run += t.seconds();
   count_stat(Stat::launched);
-  if (env::DEBUG >= 2) log_launch(dev, prog, dims, vals, nbytes, seconds);
+  if (env::DEBUG >= 2) log_launch(dev, *k, dims, vals, nbytes, seconds);
 }
 
 void run_copy(const ScheduleItem& si, std::vector<std::shared_ptr<DeviceStorage>>& keep) {
@@ -304,12 +481,25 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
   std::vector<std::shared_ptr<DeviceStorage>> keep;
   if (!targets.empty()) {
     Timer t;
-    uint64_t compiled = runtime_stats().compiled;
+    RuntimeStats before = runtime_stats();
+    realize_times = {};
     std::vector<ScheduleItem> items = create_schedule(UOp::sink(targets), becomes, &var_vals);
+    realize_times.schedule = t.seconds();
     count_stat(Stat::scheduled);
-    for (const ScheduleItem& si : items) si.is_copy() ? run_copy(si, keep) : run_kernel(si, var_vals, keep);
-    debug_log(1, "realized {} kernel{} ({} compiled) in {:.3f} ms", items.size(),
-              items.size() == 1 ? "" : "s", runtime_stats().compiled - compiled, t.seconds() * 1e3);
+    std::vector<std::shared_ptr<const CompiledKernel>> built = precompile(items, var_vals);
+    for (size_t i = 0; i < items.size(); i++)
+      items[i].is_copy() ? run_copy(items[i], keep)
+                         : run_kernel(items[i], var_vals, keep, std::move(built[i]));
+    if (env::DEBUG >= 1) {
+      RuntimeStats after = runtime_stats();
+      const RealizeTimes& r = realize_times;
+      debug_log(1,
+                "realized {} kernel{} ({} compiled, {} lowered, {} lowered from disk) in {:.3f} ms: schedule "
+                "{:.1f}, lower {:.1f}, compile {:.1f}, run {:.1f} ms",
+                items.size(), items.size() == 1 ? "" : "s", after.compiled - before.compiled,
+                after.lowered - before.lowered, after.lowered_disk_hits - before.lowered_disk_hits,
+                t.seconds() * 1e3, r.schedule * 1e3, r.lower * 1e3, r.compile * 1e3, r.run * 1e3);
+    }
   }
 
   std::vector<RealizedBuffer> out;

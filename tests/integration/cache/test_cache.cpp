@@ -1,6 +1,7 @@
 // The program disk cache across processes: the probe program with DEV=CLANG and a fresh TG_CACHE_DIR
 // compiles nothing the second time; a corrupt cache file, an unloadable cached binary and CACHELEVEL=0
-// still give the right results. Expected values are worked out by hand (see check_values).
+// still give the right results; lowered kernels are reused by content key and a damaged record is lowered
+// again. Expected values are worked out by hand (see check_values).
 #define BOOST_TEST_MODULE cache
 #include <boost/test/unit_test.hpp>
 
@@ -13,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <sqlite3.h>
 
@@ -52,7 +54,7 @@ Run run_probe(const std::map<std::string, std::string>& env) {
   for (std::string line; std::getline(in, line);) {
     size_t sp = line.find(' ');
     std::string head = line.substr(0, sp), rest = sp == std::string::npos ? "" : line.substr(sp + 1);
-    if (head == "y1" || head == "y2") r.rows[head] = rest;
+    if (head == "y1" || head == "y2" || head == "y3") r.rows[head] = rest;
     if (head == "stats") r.stats = tg::test::parse_counts(rest);
   }
   return r;
@@ -68,6 +70,9 @@ void check_values(const Run& r) {
   BOOST_TEST(r.rows.count("y2") == 1u);
   if (r.rows.count("y1")) BOOST_TEST(r.rows.at("y1") == "0 20 162");
   if (r.rows.count("y2")) BOOST_TEST(r.rows.at("y2") == "6 7.5 9 10.5");
+  // x.sum(1) = [6, 22, 38], x.max(0) = [8, 9, 10, 11], (2x).sum(0) = [24, 30, 36, 42]
+  BOOST_TEST(r.rows.count("y3") == 1u);
+  if (r.rows.count("y3")) BOOST_TEST(r.rows.at("y3") == "6 22 38 8 9 10 11 24 30 36 42");
   BOOST_TEST(r.stats.count("compiled") == 1u);
 }
 
@@ -94,7 +99,80 @@ BOOST_AUTO_TEST_CASE(second_process_compiles_nothing) {
   BOOST_TEST(second.stats["disk_hits"] == first.stats["compiled"]);
   BOOST_TEST(second.stats["launched"] == first.stats["launched"]);
   BOOST_TEST(second.rows == first.rows);
-  BOOST_TEST(second.out.find("(0 compiled)") != std::string::npos, second.out);  // the DEBUG=1 realize line
+  BOOST_TEST(second.out.find("(0 compiled, 0 lowered,") != std::string::npos, second.out);  // DEBUG=1 line
+  // The lowered kernels came from disk too: no codegen in the second process.
+  BOOST_TEST(first.stats["lowered"] > 0u);
+  BOOST_TEST(first.stats["lowered_disk_hits"] == 0u);
+  BOOST_TEST(second.stats["lowered"] == 0u);
+  BOOST_TEST(second.stats["lowered_disk_hits"] == first.stats["lowered"]);
+}
+
+// The lowered-kernel key covers what changes the generated code: NOOPT, BEAM and the device miss the
+// entries of the default run, and each setting hits its own entries in the next process.
+BOOST_AUTO_TEST_CASE(lowered_kernels_keyed_by_options_and_device) {
+  TempDir dir;
+  std::string cache = (dir.path / "cache").string();
+  Run base = run_probe({{"TG_CACHE_DIR", cache}});
+  check_values(base);
+  std::vector<std::map<std::string, std::string>> variants = {
+      {{"NOOPT", "1"}}, {{"BEAM", "1"}}, {{"DEV", "INTERP"}}};
+  for (std::map<std::string, std::string> env : variants) {
+    env["TG_CACHE_DIR"] = cache;
+    Run miss = run_probe(env);
+    check_values(miss);
+    BOOST_TEST(miss.stats["lowered"] > 0u, env.begin()->first);
+    BOOST_TEST(miss.stats["lowered_disk_hits"] == 0u, env.begin()->first);
+    Run hit = run_probe(env);
+    check_values(hit);
+    BOOST_TEST(hit.stats["lowered"] == 0u, env.begin()->first);
+    BOOST_TEST(hit.stats["lowered_disk_hits"] == miss.stats["lowered"], env.begin()->first);
+    BOOST_TEST(hit.rows == base.rows);
+  }
+  Run again = run_probe({{"TG_CACHE_DIR", cache}});  // the default entries are still there
+  BOOST_TEST(again.stats["lowered"] == 0u);
+  BOOST_TEST(again.rows == base.rows);
+}
+
+// New kernels of a schedule are compiled ahead on two threads, except at DEBUG>=3 (ordered output): the
+// counters and results are the same either way.
+BOOST_AUTO_TEST_CASE(compiling_ahead_keeps_counters_exact) {
+  TempDir a, b;
+  Run ahead = run_probe({{"TG_CACHE_DIR", a.path.string()}});
+  Run serial = run_probe({{"TG_CACHE_DIR", b.path.string()}, {"DEBUG", "3"}});
+  check_values(ahead);
+  check_values(serial);
+  BOOST_TEST(ahead.rows == serial.rows);
+  for (const char* k : {"compiled", "disk_hits", "memory_hits", "launched", "lowered", "lowered_disk_hits"})
+    BOOST_TEST(ahead.stats[k] == serial.stats[k], k);
+  BOOST_TEST(ahead.stats["compiled"] == ahead.stats["lowered"]);
+}
+
+// A damaged lowered-kernel record is reported, lowered again and replaced; the run stays right.
+BOOST_AUTO_TEST_CASE(corrupt_lowered_record_is_lowered_again) {
+  TempDir dir;
+  std::string cache = (dir.path / "cache").string();
+  Run first = run_probe({{"TG_CACHE_DIR", cache}});
+  check_values(first);
+  sqlite3* db = nullptr;
+  BOOST_REQUIRE(sqlite3_open((fs::path(cache) / "cache.db").c_str(), &db) == SQLITE_OK);
+  // One record truncated, the others with one byte of the source changed (checksum mismatch).
+  const char* damage =
+      "UPDATE lowered_v1 SET record = substr(record, 1, length(record) - 1) || 'X';"
+      "UPDATE lowered_v1 SET record = substr(record, 1, 40) WHERE rowid = (SELECT min(rowid) FROM "
+      "lowered_v1)";
+  BOOST_TEST(sqlite3_exec(db, damage, nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  Run second = run_probe({{"TG_CACHE_DIR", cache}});
+  check_values(second);
+  BOOST_TEST(second.rows == first.rows);
+  BOOST_TEST(second.stats["lowered"] == first.stats["lowered"]);
+  BOOST_TEST(second.stats["lowered_disk_hits"] == 0u);
+  BOOST_TEST(second.stats["compiled"] == 0u);  // the same source: its binary is still cached
+  BOOST_TEST(second.out.find("is corrupt") != std::string::npos, second.out);
+  Run third = run_probe({{"TG_CACHE_DIR", cache}});  // replaced by good records
+  check_values(third);
+  BOOST_TEST(third.stats["lowered"] == 0u);
+  BOOST_TEST(third.out.find("is corrupt") == std::string::npos, third.out);
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_cache_file_is_left_alone) {
