@@ -159,6 +159,10 @@ struct CompiledKernel {
   LoweredKernel lowered;              // what the launch needs: name, arguments, static launch sizes
   bool static_dims = true;            // false: sizes depend on variables, prog computes them per launch
   std::shared_ptr<sdk::Program> program;
+  // Where building it went, for the DEBUG=2 line of its first launch (printed there, so in order).
+  double lower_seconds = 0, compile_seconds = 0;
+  bool binary_from_disk = false;
+  mutable std::atomic<bool> build_reported{false};
 };
 struct KernelCache {
   std::mutex mu;
@@ -284,10 +288,13 @@ BuiltKernel build_kernel(Device& dev, const ScheduleItem& si, const VarVals& var
   b.kernel->ast = si.ast;
   Timer t;
   lower(dev, si, var_vals, *b.kernel);
-  realize_times.lower += t.seconds();
+  b.kernel->lower_seconds = t.seconds();
+  realize_times.lower += b.kernel->lower_seconds;
   t.reset();
   b.binary = compile_cached(dev, b.kernel->lowered.source, &b.from_disk);
-  realize_times.compile += t.seconds();
+  b.kernel->compile_seconds = t.seconds();
+  b.kernel->binary_from_disk = b.from_disk;
+  realize_times.compile += b.kernel->compile_seconds;
   return b;
 }
 
@@ -385,6 +392,9 @@ void log_launch(Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d, 
     line += fmt::format(" {:>9.3f} GFLOPS {:>8.3f} GB/s", static_cast<double>(e.ops) / s * 1e-9,
                         static_cast<double>(e.bytes) / s * 1e-9);
   }
+  if (!k.build_reported.exchange(true))
+    line += fmt::format("  (lowered {:.1f} ms, {} {:.1f} ms)", k.lower_seconds * 1e3,
+                        k.binary_from_disk ? "binary from disk" : "compiled", k.compile_seconds * 1e3);
   debug_log(2, "{}", line);
 }
 

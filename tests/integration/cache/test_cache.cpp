@@ -147,6 +147,29 @@ BOOST_AUTO_TEST_CASE(compiling_ahead_keeps_counters_exact) {
   BOOST_TEST(ahead.stats["compiled"] == ahead.stats["lowered"]);
 }
 
+// DEBUG=2 tells, on each kernel's first launch, where building it went: one "compiled" note per compile in
+// a cold process, one "binary from disk" note per disk hit in the next.
+BOOST_AUTO_TEST_CASE(first_launch_line_tells_how_the_kernel_was_built) {
+  TempDir dir;
+  std::string cache = (dir.path / "cache").string();
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+    return static_cast<unsigned long long>(n);
+  };
+  Run cold = run_probe({{"TG_CACHE_DIR", cache}, {"DEBUG", "2"}});
+  check_values(cold);
+  BOOST_TEST(cold.stats["compiled"] > 0u);
+  BOOST_TEST(count(cold.out, ", compiled ") == cold.stats["compiled"], cold.out);
+  BOOST_TEST(count(cold.out, ", binary from disk ") == 0u, cold.out);
+  Run warm = run_probe({{"TG_CACHE_DIR", cache}, {"DEBUG", "2"}});
+  check_values(warm);
+  BOOST_TEST(warm.stats["compiled"] == 0u);
+  BOOST_TEST(count(warm.out, ", compiled ") == 0u, warm.out);
+  BOOST_TEST(count(warm.out, ", binary from disk ") == warm.stats["disk_hits"], warm.out);
+  BOOST_TEST(count(warm.out, "(lowered ") == warm.stats["disk_hits"], warm.out);
+}
+
 // A damaged lowered-kernel record is reported, lowered again and replaced; the run stays right.
 BOOST_AUTO_TEST_CASE(corrupt_lowered_record_is_lowered_again) {
   TempDir dir;
