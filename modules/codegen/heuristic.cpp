@@ -75,6 +75,11 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
                        [&](const Access& a) { return a.store && stride(a.idx, ranges[i], ranges) == 1; });
   };
 
+  auto loads_contiguous = [&](size_t i) {
+    return std::all_of(acc.begin(), acc.end(),
+                       [&](const Access& a) { return a.store || stride(a.idx, ranges[i], ranges) == 1; });
+  };
+
   size_t tiled = 0;  // UPCASTs of reused axes: two make a register tile (contiguous one first)
   if (has_reduce) {
     // Output axes some input is reused along, fewest moving buffers then smallest strides first.
@@ -124,11 +129,12 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
       size[i] /= k, upcast *= k, tiled++;
     }
     // Nothing reused along an output axis (a row sum): on a CPU, still upcast the output axis with the
-    // contiguous store so each loop trip runs independent accumulator chains instead of one.
+    // contiguous store so each loop trip runs independent accumulator chains instead of one; up to 64 of
+    // them (eight vectors) when every load is contiguous along it too (a split sum's neighbouring partials).
     if (cpu && upcast == 1)
       for (size_t i = axes.size(); i-- > 0;)
         if (!axes[i].reduce && contiguous(i))
-          if (int64_t k = amount(i, width); k > 0) {
+          if (int64_t k = amount(i, loads_contiguous(i) ? std::min<int64_t>(8 * width, 64) : width); k > 0) {
             opts.push_back({OptOps::UPCAST, static_cast<int64_t>(i), k});
             size[i] /= k;
             break;

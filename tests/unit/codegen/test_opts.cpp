@@ -295,6 +295,25 @@ BOOST_AUTO_TEST_CASE(heuristic_row_sum) {
   check_opts(ast, {bytes(std::vector<float>(256)), bytes(xv)}, bytes(out), want);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_strip_sum) {
+  // out[c, l] = sum_m x[c, m, l] for 16 x 256 x 64 (a split sum's partials): every load is contiguous along
+  // l, so all 64 lanes are upcast (eight vectors of accumulators fed by contiguous loads); m unrolled by 4.
+  UOpRef c = range(16, 0), l = range(64, 1), m = range(256, 2, AxisType::REDUCE);
+  UOpRef x = glob(1, dtypes::float32, 16 * 256 * 64);
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 16 * 64), c * idx(64) + l,
+                                    reduce(load(x, c * idx(256 * 64) + m * idx(64) + l), {m}, Ops::ADD)),
+                              {c, l})});
+  std::vector<Opt> want{{OptOps::UPCAST, 1, 64}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  // Same bytes as summing each strip lane in order.
+  std::vector<float> xv(16 * 256 * 64), out(16 * 64, 0.0f);
+  for (size_t n = 0; n < xv.size(); n++) xv[n] = static_cast<float>((n * 7919) % 101) * 0.013f - 0.6f;
+  for (size_t a = 0; a < 16; a++)
+    for (size_t b = 0; b < 256; b++)
+      for (size_t d = 0; d < 64; d++) out[a * 64 + d] += xv[(a * 256 + b) * 64 + d];
+  check_opts(ast, {bytes(std::vector<float>(16 * 64)), bytes(xv)}, bytes(out), want);
+}
+
 BOOST_AUTO_TEST_CASE(heuristic_elementwise_1m) {
   const int64_t n = 1 << 20;
   UOpRef i = range(n, 0);
