@@ -39,6 +39,8 @@ UOpRef split_end(Match& m) {
   return x;
 }
 
+}  // namespace
+
 UOpRef identity_element(Ops op, DType d) {
   if (op == Ops::ADD) return UOp::const_(d, ConstValue{int64_t{0}});
   if (op == Ops::MUL) return UOp::const_(d, ConstValue{int64_t{1}});
@@ -48,6 +50,8 @@ UOpRef identity_element(Ops op, DType d) {
   if (d.is_bool()) return UOp::const_(d, ConstValue{false});
   return UOp::const_(d, ConstValue{d.min_int()});
 }
+
+namespace {
 
 struct ReduceCtx {
   int64_t next_acc = 0, next_range_id = 0;

@@ -1,12 +1,16 @@
 // Output loops -> launch indices for renderers with workgroups: the loops around the whole kernel become
-// SPECIAL gidx (LOCAL-type ranges: lidx), innermost loop first, grouped or split to fit the device limits.
-// CPU-style targets turn a THREAD range into the task index core_id instead.
+// SPECIAL gidx, innermost loop first, grouped or split to fit the device limits; LOCAL and GROUP_REDUCE
+// ranges become lidx (add_local_ids, before the loops are split). CPU-style targets turn a THREAD range
+// into the task index core_id instead.
 #include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
+#include "base/error.hpp"
 #include "codegen/passes.hpp"
 
 namespace tg::codegen {
@@ -110,6 +114,29 @@ static UOpRef thread_to_core(const UOpRef& sink, const sdk::RendererCaps& caps) 
       map[u] = UOp::make(Ops::SPECIAL, dtypes::index, {u->src(0)}, std::string("core_id"));
   if (map.empty()) return sink;
   return graph_rewrite(sink->substitute(map), end_cleanup(), nullptr, {.name = "add core_id"});
+}
+
+UOpRef add_local_ids(const UOpRef& sink, const sdk::RendererCaps& caps) {
+  std::vector<UOpRef> rs;
+  for (const UOp* u : sink->toposort())
+    if (u->op() == Ops::RANGE) {
+      AxisType t = u->arg_as<AxisArg>().type;
+      if (t == AxisType::LOCAL || t == AxisType::GROUP_REDUCE) rs.push_back(u->ref());
+    }
+  if (rs.empty()) return sink;
+  // The last (innermost) local dim is lidx0, as the innermost loop is gidx0.
+  std::sort(rs.begin(), rs.end(), [](const UOpRef& a, const UOpRef& b) {
+    return a->arg_as<AxisArg>().id > b->arg_as<AxisArg>().id;
+  });
+  std::vector<UOpRef> sizes;
+  for (const UOpRef& r : rs) sizes.push_back(r->src(0));
+  std::vector<UOpRef> idx = launch_indices("lidx", sizes, limits(caps.local_max));
+  if (idx.empty())
+    throw ValueError("codegen", fmt::format("{} local dims do not fit the '{}' renderer's local_max",
+                                            rs.size(), caps.dialect));
+  std::unordered_map<const UOp*, UOpRef> map;
+  for (size_t i = 0; i < rs.size(); i++) map[rs[i].get()] = idx[i];
+  return sink->substitute(map);
 }
 
 UOpRef add_gpudims(const UOpRef& sink, const sdk::RendererCaps& caps) {

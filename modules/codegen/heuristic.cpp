@@ -1,11 +1,13 @@
 // The hand-coded optimization choice: in reduce kernels, upcast the output axes along which some buffer is
 // reused (stride 0), the contiguous one by the vector width (a CPU: a register tile, loops swapped when its
 // reused inputs outgrow the cache), and unroll the last reduce axis; in every kernel, spread the outermost
-// axis that divides over the threads.
+// axis that divides over the threads. A device with workgroups instead groups big reduces with few outputs
+// (GROUPTOP) and makes up to three output axes local (LOCAL), as tinygrad does.
 #include <algorithm>
 #include <unordered_map>
 
 #include "codegen/opts.hpp"
+#include "codegen/search.hpp"
 #include "uop/symbolic.hpp"
 
 namespace tg {
@@ -17,6 +19,8 @@ constexpr int64_t kThreadWork = 65536;  // a kernel spreads over threads from th
 constexpr int64_t kMaxUpcast = 64;      // outputs (accumulators) per loop trip
 constexpr int64_t kMaxCpuUpcast = 256;  // on a CPU: 16 vectors of 16
 constexpr int64_t kSwapBytes = 8 << 20;  // reused inputs past this leave the cache between outer trips
+constexpr int64_t kGroupOutputs = 2048;  // reduces with at most this many outputs are grouped
+constexpr int64_t kMaxLocal = 128;       // work items of a workgroup the heuristic makes
 
 // The stride of index expression idx along range r: idx(r=1) - idx(r=0) with every other range at 0; -1 when
 // it is not a constant (a variable, or div/mod that make it uneven).
@@ -79,6 +83,24 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
     return std::all_of(acc.begin(), acc.end(),
                        [&](const Access& a) { return a.store || stride(a.idx, ranges[i], ranges) == 1; });
   };
+
+  // A device with shared memory: a reduce with few outputs is split over the work items of a group, each
+  // reducing a contiguous chunk (GROUPTOP); the fewer the outputs, the bigger the group. Nothing else then.
+  int64_t outputs = 1;
+  for (const KernelAxis& a : axes)
+    if (!a.reduce) outputs *= std::max<int64_t>(a.size, 1);
+  if (has_reduce && caps.has_local && caps.has_shared && outputs <= kGroupOutputs) {
+    int64_t tried = 0;
+    for (size_t i = 0; i < axes.size() && tried < 3; i++) {
+      if (!axes[i].reduce) continue;
+      tried++;
+      for (int64_t k : {256, 128, 64, 32, 16}) {
+        if (k > 16 && (outputs >= 64 || size[i] < k * 256)) continue;
+        std::vector<Opt> g{{OptOps::GROUPTOP, static_cast<int64_t>(i), k}};
+        if (opts_apply(ast, g, caps)) return g;
+      }
+    }
+  }
 
   size_t tiled = 0;  // UPCASTs of reused axes: two make a register tile (contiguous one first)
   if (has_reduce) {
@@ -153,6 +175,44 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
   }
   // Elementwise kernels get no UPCAST: scalar copies side by side measured slower than the plain loop on
   // CLANG (its loop vectorizer turns the strided loop into gathers); that needs explicit vector types first.
+
+  // Workgroups: up to three output axes become local, those some buffer is reused along (a broadcast) first,
+  // then the inner ones, 2 to 32 work items each and at most 128 in all.
+  if (caps.has_local) {
+    struct Cand {
+      bool reused;
+      size_t axis;
+    };
+    std::vector<Cand> cands;
+    for (size_t i = 0; i < axes.size(); i++)
+      if (!axes[i].reduce && size[i] > 1)
+        cands.push_back({std::any_of(acc.begin(), acc.end(),
+                                     [&](const Access& a) { return stride(a.idx, ranges[i], ranges) == 0; }),
+                         i});
+    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+      return std::pair{a.reused, a.axis} > std::pair{b.reused, b.axis};
+    });
+    std::vector<std::pair<size_t, int64_t>> locals;
+    int64_t total = 1;
+    for (const Cand& c : cands) {
+      if (locals.size() == 3) break;
+      for (int64_t k : {32, 16, 8, 4, 3, 2}) {
+        if ((k == 32 && c.axis != 0) || size[c.axis] % k != 0 || total * k > kMaxLocal) continue;
+        locals.push_back({c.axis, k});
+        total *= k;
+        break;
+      }
+    }
+    std::sort(locals.begin(), locals.end());
+    for (auto [i, k] : locals) {
+      opts.push_back({OptOps::LOCAL, static_cast<int64_t>(i), k});
+      if (!opts_apply(ast, opts, caps)) {
+        opts.pop_back();
+        continue;
+      }
+      size[i] /= k;
+    }
+  }
 
   // Threads take contiguous chunks of the outermost output axis that splits evenly.
   int64_t threads = caps.thread_count;

@@ -132,6 +132,8 @@ UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const Lo
   check_ast(ast);
   UOpRef s = graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"});
   s = apply_opts(s, applied, caps);
+  s = codegen::add_group_reduces(s);
+  s = codegen::add_local_ids(s, caps);
   s = codegen::split_ends(s);
   s = codegen::reduce_to_acc(s);
   s = codegen::expand_upcasts(s);

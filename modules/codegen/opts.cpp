@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "codegen/passes.hpp"
 
 namespace tg {
 
@@ -87,6 +88,42 @@ bool inside_other_reduce(const UOpRef& ast, const UOp* r) {
 
 namespace {
 
+// Whether a REDUCE over r sits inside another REDUCE (whose loop would enclose a workgroup's barrier).
+bool reduce_nested(const UOpRef& ast, const UOp* r) {
+  for (const UOp* w : ast->toposort())
+    if (w->op() == Ops::REDUCE && !reduces_over(w, r))
+      for (const UOp* u : w->src(0)->toposort())
+        if (u->op() == Ops::REDUCE && reduces_over(u, r)) return true;
+  return false;
+}
+
+// r -> a range of size m (> n) with the part past n masked: loads and stores whose index uses r get the
+// gate r < n, and a REDUCE over r adds its identity there.
+UOpRef pad_range(const UOpRef& ast, const UOpRef& r, const UOpRef& nr, int64_t n) {
+  UOpRef valid = nr->lt(UOp::const_(dtypes::index, ConstValue{n}));
+  std::unordered_map<const UOp*, UOpRef> done;
+  std::unordered_map<const UOp*, bool> uses;
+  for (const UOp* u : ast->toposort()) {
+    bool use = u == r.get();
+    for (const UOpRef& s : u->src()) use = use || uses.at(s.get());
+    uses[u] = use;
+    if (u == r.get()) {
+      done[u] = nr;
+      continue;
+    }
+    std::vector<UOpRef> src;
+    for (const UOpRef& s : u->src()) src.push_back(done.at(s.get()));
+    if (u->op() == Ops::INDEX && uses.at(u->src(1).get()))
+      src.size() > 2 ? void(src[2] = src[2] & valid) : src.push_back(valid);
+    if (u->op() == Ops::REDUCE && reduces_over(u, r.get()))
+      src[0] = valid->where(src[0], codegen::identity_element(u->arg_as<Ops>(), src[0]->dtype()));
+    done[u] = u->with_src(std::move(src));
+  }
+  return done.at(ast.get());
+}
+
+bool is_local(AxisType t) { return t == AxisType::LOCAL || t == AxisType::GROUP_REDUCE; }
+
 struct Applier {
   UOpRef ast;
   std::vector<UOpRef> axes;   // the splittable axes (nullptr: an axis used up by a split of its full size)
@@ -101,6 +138,46 @@ struct Applier {
   void replace(const UOpRef& old, const UOpRef& now) {
     std::replace(order.begin(), order.end(), old, now);
     std::replace(axes.begin(), axes.end(), old, now);
+  }
+
+  static int64_t product(const std::vector<UOpRef>& rs, bool (*pick)(AxisType)) {
+    int64_t p = 1;
+    for (const UOpRef& r : rs)
+      if (pick(axis_type(r.get()))) p *= const_size(r.get());
+    return p;
+  }
+
+  // Workgroup limits after an opt: local dims (innermost is lidx0) within local_max and max_local_size, the
+  // shared memory of the grouped reduces within max_shared_bytes.
+  void check_workgroup(const Opt& o, const sdk::RendererCaps& caps) {
+    auto fail = [&](const std::string& why) {
+      throw ValueError("opts", fmt::format("{}: {}", o.str(), why));
+    };
+    std::vector<int64_t> dims;
+    for (auto it = order.rbegin(); it != order.rend(); ++it)
+      if (is_local(axis_type(it->get()))) dims.push_back(const_size(it->get()));
+    if (dims.empty()) return;
+    if (dims.size() > 3) fail("a workgroup has at most 3 local dims");
+    int64_t total = 1;
+    for (size_t i = 0; i < dims.size(); i++) {
+      if (dims[i] > caps.local_max[i])
+        fail(fmt::format("local dim {} of size {} exceeds the device's local_max {}", i, dims[i],
+                         caps.local_max[i]));
+      total *= dims[i];
+    }
+    if (total > caps.max_local_size)
+      fail(fmt::format("a workgroup of {} work items exceeds the device's local_size limit {}", total,
+                       caps.max_local_size));
+    int64_t grouped = 0, itemsize = 0;
+    for (const UOp* u : ast->toposort())
+      if (u->op() == Ops::REDUCE && std::any_of(u->src().begin() + 1, u->src().end(), [](const UOpRef& s) {
+            return axis_type(s.get()) == AxisType::GROUP_REDUCE;
+          }))
+        grouped++, itemsize = std::max<int64_t>(itemsize, u->dtype().itemsize());
+    int64_t upcast = product(order, [](AxisType t) { return t == AxisType::UPCAST; });
+    int64_t bytes = grouped * total * upcast * itemsize;
+    if (bytes > caps.max_shared_bytes)
+      fail(fmt::format("needs {} bytes of shared memory, the device has {}", bytes, caps.max_shared_bytes));
   }
 
   void apply(const Opt& o, const sdk::RendererCaps& caps) {
@@ -120,51 +197,76 @@ struct Applier {
       std::iter_swap(std::find(order.begin(), order.end(), r), std::find(order.begin(), order.end(), q));
       return;
     }
+    bool group = o.op == OptOps::GROUP || o.op == OptOps::GROUPTOP;
+    if ((o.op == OptOps::LOCAL || group) && !caps.has_local)
+      fail(fmt::format("the '{}' renderer has no workgroups", caps.dialect));
+    if (group && !caps.has_shared) fail(fmt::format("the '{}' renderer has no shared memory", caps.dialect));
     int64_t n = r ? const_size(r.get()) : 1;
     bool reduce = r && axis_type(r.get()) == AxisType::REDUCE;
-    if (o.op == OptOps::UNROLL && r && !reduce) fail("UNROLL takes a reduce axis");
-    if (o.op != OptOps::UNROLL && reduce) fail(fmt::format("{} takes an output axis", opt_op_name(o.op)));
+    if (o.op == OptOps::PADTO) {
+      if (!r) fail("an axis split by its full size has no loop left");
+      if (n == 0) fail("the axis has a symbolic size");
+      if (o.arg < 1) fail(fmt::format("amount {} is not positive", o.arg));
+      int64_t m = (n + o.arg - 1) / o.arg * o.arg;
+      if (m > 4 * n) fail(fmt::format("padding {} to {} more than quadruples the work", n, m));
+      if (m == n) return;
+      UOpRef nr = fresh(m, axis_type(r.get()));
+      ast = pad_range(ast, r, nr, n);
+      replace(r, nr);
+      return;
+    }
+    if ((o.op == OptOps::UNROLL || group) && r && !reduce)
+      fail(fmt::format("{} takes a reduce axis", opt_op_name(o.op)));
+    if (o.op != OptOps::UNROLL && !group && reduce)
+      fail(fmt::format("{} takes an output axis", opt_op_name(o.op)));
     if (r && n == 0) fail("the axis has a symbolic size");
     if (o.arg < 1 || n % o.arg != 0)
       fail(fmt::format("amount {} does not divide the axis size {}", o.arg, n));
     if (o.op == OptOps::THREAD && threaded) fail("the kernel already has a THREAD axis");
     if (o.op == OptOps::UNROLL && r && inside_other_reduce(ast, r.get()))
       fail("a reduce nested in this axis' reduce depends on it");
+    if (group && r && reduce_nested(ast, r.get())) fail("the reduce over this axis is inside another reduce");
     if (o.op == OptOps::THREAD && !caps.has_threads && !caps.has_local)
       fail(fmt::format("the '{}' renderer has no parallel tasks", caps.dialect));
     if (o.arg == 1) return;
 
     AxisType t = o.op == OptOps::UPCAST   ? AxisType::UPCAST
                  : o.op == OptOps::UNROLL ? AxisType::UNROLL
+                 : o.op == OptOps::LOCAL  ? AxisType::LOCAL
+                 : group                  ? AxisType::GROUP_REDUCE
                                           : AxisType::THREAD;
     UOpRef inner = fresh(o.arg, t);
+    bool top = o.op == OptOps::THREAD || o.op == OptOps::GROUPTOP;
     if (o.op == OptOps::THREAD) {
       threaded = true;
       order.insert(order.begin(), inner);
-      if (o.arg == n) {
-        ast = ast->substitute({{r.get(), inner}});
-        std::erase(order, r);
-        axes[static_cast<size_t>(o.axis)] = nullptr;
-        return;
-      }
-      UOpRef rest = fresh(n / o.arg, axis_type(r.get()));
-      ast = split_range(ast, r, inner * (n / o.arg) + rest, {inner, rest});
-      replace(r, rest);
-      return;
+    } else if (o.op == OptOps::UPCAST) {
+      // A later UPCAST goes outside the earlier ones: the first (the contiguous axis) varies fastest.
+      order.insert(std::find_if(order.begin(), order.end(),
+                                [](const UOpRef& x) { return axis_type(x.get()) == AxisType::UPCAST; }),
+                   inner);
+    } else if (o.op == OptOps::LOCAL || group) {
+      // Local dims sit after the loops, LOCAL before GROUP, later ones inside (the last is lidx0).
+      auto at = std::find_if(order.begin(), order.end(), [&](const UOpRef& x) {
+        AxisType a = axis_type(x.get());
+        return a == AxisType::UPCAST || a == AxisType::UNROLL || (!group && a == AxisType::GROUP_REDUCE);
+      });
+      order.insert(at, inner);
+    } else {
+      order.push_back(inner);
     }
-    // A later UPCAST goes outside the earlier ones: the first (the contiguous axis) varies fastest.
-    auto first_upcast = std::find_if(order.begin(), order.end(),
-                                     [](const UOpRef& x) { return axis_type(x.get()) == AxisType::UPCAST; });
-    order.insert(o.op == OptOps::UPCAST ? first_upcast : order.end(), inner);
     if (o.arg == n) {
       ast = ast->substitute({{r.get(), inner}});
       std::erase(order, r);
       axes[static_cast<size_t>(o.axis)] = nullptr;
-      return;
+    } else {
+      UOpRef rest = fresh(n / o.arg, axis_type(r.get()));
+      UOpRef expr = top ? inner * (n / o.arg) + rest : rest * o.arg + inner;
+      ast = split_range(ast, r, expr,
+                        top ? std::vector<UOpRef>{inner, rest} : std::vector<UOpRef>{rest, inner});
+      replace(r, rest);
     }
-    UOpRef outer = fresh(n / o.arg, axis_type(r.get()));
-    ast = split_range(ast, r, outer * o.arg + inner, {outer, inner});
-    replace(r, outer);
+    if (o.op == OptOps::LOCAL || group || o.op == OptOps::UPCAST) check_workgroup(o, caps);
   }
 };
 
@@ -180,6 +282,14 @@ std::string_view opt_op_name(OptOps op) {
       return "THREAD";
     case OptOps::SWAP:
       return "SWAP";
+    case OptOps::LOCAL:
+      return "LOCAL";
+    case OptOps::GROUP:
+      return "GROUP";
+    case OptOps::GROUPTOP:
+      return "GROUPTOP";
+    case OptOps::PADTO:
+      return "PADTO";
   }
   return "?";
 }

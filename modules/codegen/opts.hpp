@@ -1,6 +1,7 @@
 #pragma once
 // Kernel optimizations: an Opt splits one RANGE of a kernel AST into an outer range and an inner one that
-// is unrolled (UPCAST, UNROLL) or spread over the device's threads (THREAD). opts.cpp applies them,
+// is unrolled (UPCAST, UNROLL), spread over the device's threads (THREAD) or over the work items of a
+// workgroup (LOCAL, GROUP, GROUPTOP); PADTO rounds an axis up and masks the rest. opts.cpp applies them,
 // heuristic.cpp chooses them.
 #include <cstdint>
 #include <span>
@@ -13,12 +14,18 @@
 namespace tg {
 
 enum class OptOps : uint8_t {
-  UPCAST,  // an output axis split by arg; the inner part is unrolled: arg outputs (accumulators) per loop
-           // trip
-  UNROLL,  // a reduce axis split by arg; the inner part is unrolled in the accumulator update, in order
-  THREAD,  // an output axis split into arg parallel tasks (core_id / global[0]); each takes a contiguous
-           // chunk
-  SWAP,    // output axes axis and arg trade places in the loop nest (their outer parts; no split)
+  UPCAST,    // an output axis split by arg; the inner part is unrolled: arg outputs (accumulators) per loop
+             // trip
+  UNROLL,    // a reduce axis split by arg; the inner part is unrolled in the accumulator update, in order
+  THREAD,    // an output axis split into arg parallel tasks (core_id / global[0]); each takes a contiguous
+             // chunk
+  SWAP,      // output axes axis and arg trade places in the loop nest (their outer parts; no split)
+  LOCAL,     // an output axis split by arg; the inner part is a workgroup's local id (lidx)
+  GROUP,     // a reduce axis split by arg; arg work items of a workgroup each reduce every arg-th value (the
+             // inner part is their local id), then combine their partials through shared memory
+  GROUPTOP,  // GROUP with the outer part as the local id: each work item reduces a contiguous chunk
+  PADTO,     // an axis rounded up to a multiple of arg; the added part is masked (loads give 0, stores are
+             // skipped, reduces add their identity)
 };
 std::string_view opt_op_name(OptOps op);
 
@@ -46,9 +53,10 @@ std::vector<KernelAxis> kernel_axes(const UOpRef& ast);
 bool inside_other_reduce(const UOpRef& ast, const UOp* r);
 
 // The AST with opts applied in order: each split range r of size n by k becomes outer * k + inner (THREAD:
-// thread * (n / k) + inner), and ranges are renumbered so THREAD ranges are outermost and UPCAST/UNROLL
-// innermost. Throws ValueError naming the opt when it does not apply (axis out of range, wrong kind of
-// axis, amount that does not divide the axis, a THREAD the device cannot run).
+// thread * (n / k) + inner; GROUPTOP: group * (n / k) + inner), and ranges are renumbered so THREAD ranges
+// are outermost and UPCAST/UNROLL innermost. Throws ValueError naming the opt when it does not apply (axis
+// out of range, wrong kind of axis, amount that does not divide the axis, a THREAD the device cannot run,
+// workgroups or shared memory the device does not have or that exceed its limits).
 UOpRef apply_opts(const UOpRef& ast, std::span<const Opt> opts, const sdk::RendererCaps& caps);
 
 // The hand-coded choice from the kernel's shape and the caps (empty for small kernels).

@@ -14,9 +14,16 @@ UOpRef split_ends(const UOpRef& sink);     // END(x, r0, r1) -> END(END(x, r1), 
 UOpRef reduce_to_acc(const UOpRef& sink);  // REDUCE -> DEFINE_REG accumulator: init, update loop, read
 UOpRef merge_ends(const UOpRef& sink);     // ENDs of one RANGE side by side -> one END over NOOP(bodies)
 const PatternMatcher& end_cleanup();       // END sources that are no longer RANGEs are dropped
+UOpRef identity_element(Ops op, DType d);  // 0 for ADD, 1 for MUL, the lowest value for MAX
 
 // expand.cpp: a loop over an UPCAST range -> its body once per value (NOOP of the copies).
 UOpRef expand_upcasts(const UOpRef& sink);
+
+// group.cpp: a REDUCE over GROUP_REDUCE ranges -> partials in DEFINE_LOCAL memory, BARRIER, their reduce.
+UOpRef add_group_reduces(const UOpRef& sink);
+
+// gpudims.cpp: LOCAL and GROUP_REDUCE ranges -> SPECIAL lidx (before split_ends).
+UOpRef add_local_ids(const UOpRef& sink, const sdk::RendererCaps& caps);
 
 // gpudims.cpp: output loops -> SPECIAL gidx/lidx for renderers with workgroups; THREAD -> SPECIAL core_id.
 UOpRef add_gpudims(const UOpRef& sink, const sdk::RendererCaps& caps);

@@ -11,6 +11,10 @@ namespace tg {
 namespace {
 
 constexpr std::array<int64_t, 6> kAmounts = {2, 3, 4, 5, 8, 16};
+constexpr std::array<int64_t, 6> kLocalAmounts = {2, 3, 4, 8, 16, 32};
+constexpr std::array<int64_t, 3> kGroupAmounts = {4, 8, 16};
+constexpr std::array<int64_t, 4> kGroupTopAmounts = {16, 32, 64, 256};
+constexpr int64_t kPad = 32;  // PADTO rounds axes that no amount divides up to this
 
 int64_t unrolled_size(std::span<const Opt> opts) {
   int64_t n = 1;
@@ -36,11 +40,20 @@ std::vector<Opt> search_actions(const UOpRef& ast, const sdk::RendererCaps& caps
   std::vector<Opt> out;
   for (size_t i = 0; i < axes.size(); i++) {
     auto axis = static_cast<int64_t>(i);
+    // Workgroup devices: pad axes of awkward sizes, group reduces, make output axes local.
+    bool gpu = caps.has_local;
+    if (gpu && axes[i].size > kPad && axes[i].size % kPad != 0) out.push_back({OptOps::PADTO, axis, kPad});
     if (axes[i].reduce) {
       for (int64_t k : kAmounts) out.push_back({OptOps::UNROLL, axis, k});
+      if (gpu && caps.has_shared) {
+        for (int64_t k : kGroupAmounts) out.push_back({OptOps::GROUP, axis, k});
+        for (int64_t k : kGroupTopAmounts) out.push_back({OptOps::GROUPTOP, axis, k});
+      }
       continue;
     }
     for (int64_t k : kAmounts) out.push_back({OptOps::UPCAST, axis, k});
+    if (gpu)
+      for (int64_t k : kLocalAmounts) out.push_back({OptOps::LOCAL, axis, k});
     if ((caps.has_threads || caps.has_local) && caps.thread_count > 1)
       out.push_back({OptOps::THREAD, axis, caps.thread_count});
     for (size_t j = i + 1; j < axes.size(); j++)  // loop order of two output axes (cache reuse)

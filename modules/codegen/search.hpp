@@ -15,8 +15,10 @@ namespace tg {
 inline constexpr int64_t kMaxSearchUpcast = 256;
 
 // Every (op, axis, amount) the search tries, valid or not: UPCAST of each output axis and UNROLL of each
-// reduce axis by 2, 3, 4, 5, 8, 16, and THREAD of each output axis by caps.thread_count when the device has
-// threads. New ops (LOCAL, GROUP) add their rows here.
+// reduce axis by 2, 3, 4, 5, 8, 16, THREAD of each output axis by caps.thread_count when the device has
+// threads and SWAP of two output axes; on a device with workgroups also LOCAL of each output axis by 2, 3,
+// 4, 8, 16, 32, GROUP of each reduce axis by 4, 8, 16 and GROUPTOP by 16, 32, 64, 256 (with shared memory),
+// and PADTO 32 of an axis above 32 that it does not divide.
 std::vector<Opt> search_actions(const UOpRef& ast, const sdk::RendererCaps& caps);
 
 // The opts lists one action longer than base that apply to ast without error and keep the unrolled size
