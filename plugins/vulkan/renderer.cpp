@@ -92,7 +92,7 @@ tg::sdk::RendererCaps glsl_caps(const ShaderFeatures& f, const ShaderLimits& l) 
   if (f.float64) set_native(c, Ops::MULACC);  // the exact float fma is computed in double (tg_fma)
   c.max_vector_width = 1;
   c.has_local = true;
-  c.has_shared = false;
+  c.has_shared = true;
   for (int i = 0; i < 3; i++) c.global_max[i] = l.group_count[i], c.local_max[i] = l.group_size[i];
   c.max_local_size = l.invocations;
   c.max_shared_bytes = l.shared_bytes;
@@ -204,8 +204,10 @@ std::string GlslRenderer::render_special(const UOp& special) const {
   return CStyleRenderer::render_special(special);
 }
 
+// GLSL declares shared memory at global scope: render_kernel moves these lines out of main.
 std::string GlslRenderer::render_local(const UOp& def, const std::string& name) const {
-  return CStyleRenderer::render_local(def, name);  // shared memory must be declared at global scope: not yet
+  DType e = def.dtype().base();
+  return fmt::format("shared {} {}[{}];", type_name(e), name, def.dtype().ptr_size());
 }
 
 std::string GlslRenderer::barrier() const { return "barrier();"; }
@@ -272,10 +274,14 @@ std::string GlslRenderer::helpers(const std::string& body) const {
 std::string GlslRenderer::render_kernel(const tg::sdk::CKernel& k) const {
   // Every variable is precise (NoContraction): a*b+c stays two roundings, as in INTERP, instead of the fma
   // drivers may form. Stores wrap their value in one too (render_store).
-  std::string body;
+  std::string body, shared;
   for (const auto& l : k.body) {
     size_t at = l.find_first_not_of(' ');
     std::string first = l.substr(at, l.find(' ', at) - at);
+    if (first == "shared") {
+      shared += l.substr(at) + "\n";
+      continue;
+    }
     bool decl = std::any_of(std::begin(kDeclTypes), std::end(kDeclTypes), [&](const char* t) { return first == t; });
     body += "  " + (decl ? l.substr(0, at) + "precise " + l.substr(at) : l) + "\n";
   }
@@ -309,7 +315,7 @@ std::string GlslRenderer::render_kernel(const tg::sdk::CKernel& k) const {
   out += "layout(push_constant) uniform Vals { uvec3 tg_grid; float tg_zero;";
   for (size_t i = 0; i < k.vars.size(); i++)
     out += fmt::format(" layout(offset = {}) {} {};", 16 + 8 * i, type_name(k.vars[i].dtype), k.vars[i].name);
-  out += " } tg_vals;\n";
+  out += " } tg_vals;\n" + shared;
   out += helpers(out + body);
   out += "void main() {\n";
   if (packed)
