@@ -1,7 +1,8 @@
 // BEAM=2 across processes on the CLANG device: the probe's matmul and row sum equal the hand-computed
 // values, a second process with the same TG_CACHE_DIR searches nothing and picks the same opts,
 // CACHELEVEL=0 searches every time, a corrupted cached result is searched again, bad BEAM values are clear
-// errors, and the device compiler gives the same binaries on several threads as on one.
+// errors, and the device compiler gives the same binaries on several threads as on one. On VULKAN and CL
+// (when built) the search with the workgroup actions (LOCAL, GROUP, GROUPTOP, PADTO) gives the same values.
 #define BOOST_TEST_MODULE beam
 #include <boost/test/unit_test.hpp>
 
@@ -198,5 +199,24 @@ BOOST_AUTO_TEST_CASE(compiler_is_safe_on_several_threads) {
     BOOST_TEST_INFO(r.out);
     BOOST_TEST(r.status == 0);
     BOOST_TEST(r.out.find("parallel_compile same=16 of 16") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(workgroup_devices_search_local_and_group) {
+  // Arguments 3 and 4 are the VULKAN and CL plugins, empty when not built.
+  for (auto [dev, at] : {std::pair{"VULKAN", 3}, std::pair{"CL", 4}}) {
+    std::string plugin = arg(at);
+    if (plugin.empty()) continue;
+    BOOST_TEST_CONTEXT(dev) {
+      TempDir dir;
+      Run r = run_probe({{"TG_CACHE_DIR", (dir.path / "cache").string()},
+                         {"BEAM", "2"},
+                         {"DEV", dev},
+                         {"TG_PLUGIN_PATH", plugin}});
+      check_values(r);
+      BOOST_TEST(r.stats["beam_searched"] == 2u, r.out);
+      BOOST_TEST(r.opts.size() == 2u, r.out);
+      for (const auto& [kernel, opts] : r.opts) BOOST_TEST_MESSAGE(dev << " " << kernel << " " << opts);
+    }
   }
 }

@@ -21,6 +21,8 @@
 #include <CL/cl.h>
 
 #include "common/test_support.hpp"
+#include "common/workgroup_kernels.hpp"
+#include "runtime/registry.hpp"
 #include "tensor/tensor.hpp"
 #include "tg/sdk/plugin.hpp"
 
@@ -459,4 +461,11 @@ BOOST_AUTO_TEST_CASE(incomplete_pocl_binary_is_an_error_not_an_abort) {
     BOOST_TEST(std::string(e.message()).find("program.bc is empty") != std::string::npos, e.message());
     BOOST_TEST(none == nullptr);
   }
+}
+
+// LOCAL, GROUP/GROUPTOP (shared memory and barriers) and PADTO run on the device's workgroups: a sum of 2^20
+// values, a 256 x 256 matmul and 1000 (and 37) values elementwise against the host's loops.
+BOOST_AUTO_TEST_CASE(workgroup_opts_match_the_host) {
+  require_usable();
+  tg::test::workgroup::check_workgroup_opts(tg::device("CL"));
 }

@@ -15,6 +15,7 @@
 
 #include "codegen/lower.hpp"
 #include "common/test_support.hpp"
+#include "common/workgroup_kernels.hpp"
 #include "runtime/registry.hpp"
 #include "tensor/tensor.hpp"
 #include "tg/sdk/plugin.hpp"
@@ -278,6 +279,14 @@ BOOST_AUTO_TEST_CASE(dtypes_in_caps_run) {
       });
     }
   }
+}
+
+// LOCAL, GROUP/GROUPTOP (shared memory and barriers) and PADTO run on the device's workgroups: a sum of 2^20
+// values, a 256 x 256 matmul and 1000 (and 37) values elementwise against the host's loops. lavapipe ends
+// any loop after 65535 trips (llvmpipe's loop limit), so the sum without opts is left out.
+BOOST_AUTO_TEST_CASE(workgroup_opts_match_the_host) {
+  device();
+  tg::test::workgroup::check_workgroup_opts(tg::device("VULKAN"), 65535);
 }
 
 #ifdef TG_SPIRV_VAL
