@@ -1,6 +1,8 @@
 // Step 3 of the scheduler: movement ops become index arithmetic. A tensor-level INDEX(x, i0..in-1[, valid])
 // reads x at the index expressions i (one per axis of x); the rules push it from the store down to the
 // loads, rewriting movement ops into index math and REDUCE_AXIS into REDUCE over new ranges.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/error.hpp"
@@ -54,22 +56,58 @@ UOpRef flatten(const std::vector<UOpRef>& idx, const IntVec& shape) {
   return flat ? flat : ic(0);
 }
 
-std::vector<UOpRef> reshape_index(const std::vector<UOpRef>& idx, const IntVec& out, const IntVec& in) {
-  UOpRef flat = flatten(idx, out);
-  std::vector<UOpRef> r(in.size());
-  size_t outer = 0;
-  while (outer < in.size() && in[outer] == 1) outer++;
+// Index of the input axes `ins` (row-major) from the output axes `outs` that hold the same elements.
+void reshape_axes(const std::vector<UOpRef>& idx, const IntVec& out, const IntVec& in,
+                  const std::vector<size_t>& outs, const std::vector<size_t>& ins, std::vector<UOpRef>& r) {
+  UOpRef flat;
   int64_t stride = 1;
-  for (size_t j = in.size(); j-- > 0;) {
-    if (in[j] == 1) {
-      r[j] = ic(0);
-      continue;
-    }
-    UOpRef e = stride == 1 ? flat : flat / stride;
-    r[j] = j == outer ? e : e % in[j];  // the outermost axis needs no modulo: flat < numel
-    stride *= in[j];
+  for (size_t k = outs.size(); k-- > 0;) {
+    UOpRef term = stride == 1 ? idx[outs[k]] : idx[outs[k]] * stride;
+    flat = flat ? term + flat : term;
+    stride *= out[outs[k]];
   }
-  return simplified(std::move(r));
+  stride = 1;
+  for (size_t k = ins.size(); k-- > 0;) {
+    UOpRef e = stride == 1 ? flat : flat / stride;
+    r[ins[k]] = k == 0 ? e : e % in[ins[k]];  // the outermost axis needs no modulo: flat < the group's size
+    stride *= in[ins[k]];
+  }
+}
+
+// Axes of size 1 read index 0. The others are cut into the smallest groups whose sizes agree on both
+// sides (row-major order keeps groups apart): an axis that is one axis of the same size on the other side
+// keeps its index as it is, and only groups that really split or merge axes build div/mod arithmetic.
+std::vector<UOpRef> reshape_index(const std::vector<UOpRef>& idx, const IntVec& out, const IntVec& in) {
+  std::vector<size_t> outs, ins;
+  for (size_t i = 0; i < out.size(); i++)
+    if (out[i] != 1) outs.push_back(i);
+  for (size_t j = 0; j < in.size(); j++)
+    if (in[j] != 1) ins.push_back(j);
+  std::vector<UOpRef> r(in.size());
+  for (size_t j = 0; j < in.size(); j++)
+    if (in[j] == 1) r[j] = ic(0);
+  bool zero =
+      std::find(out.begin(), out.end(), 0) != out.end() || std::find(in.begin(), in.end(), 0) != in.end();
+  if (zero) {  // no elements: any index will do, as one group
+    if (!ins.empty()) reshape_axes(idx, out, in, outs, ins, r);
+    return simplified(std::move(r));
+  }
+  std::vector<size_t> go, gi;
+  for (size_t a = 0, b = 0; a < outs.size() || b < ins.size();) {
+    go.clear(), gi.clear();
+    int64_t po = 1, pi = 1;
+    do {
+      if (pi > po || b == ins.size())
+        po *= out[outs.at(a)], go.push_back(outs[a++]);
+      else
+        pi *= in[ins[b]], gi.push_back(ins[b++]);
+    } while (po != pi);
+    if (go.size() == 1 && gi.size() == 1)
+      r[gi[0]] = idx[go[0]];
+    else
+      reshape_axes(idx, out, in, go, gi, r);
+  }
+  return simplified(std::move(r));  // cheap for indices simplified before: the simplifier remembers them
 }
 
 UOpRef push_movement(Match& m) {

@@ -186,8 +186,9 @@ std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& become
   for (const UOpRef& r : roots) add_key(strip_movement(r.get()));
   for (const UOp* u : UOp::sink(roots)->toposort())
     if (u->op() == Ops::CONTIGUOUS || u->op() == Ops::ASSIGN) add_key(u);
-  UOpRef clean = graph_rewrite(UOp::sink(keys), pm_cleanup() + pm_fold_constants(), nullptr,
-                               {.name = "schedule: cleanup and fold constants"});
+  static const PatternMatcher pm_clean = pm_cleanup() + pm_fold_constants();  // indexed once, not per call
+  UOpRef clean =
+      graph_rewrite(UOp::sink(keys), pm_clean, nullptr, {.name = "schedule: cleanup and fold constants"});
 
   NodeSet forced;
   RealizeInfo info;
@@ -212,7 +213,7 @@ std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& become
     if (!built.kernels[i].item) continue;
     items.push_back(std::move(*built.kernels[i].item));
     if (check && !items.back().is_copy()) verify_kernel_graph(items.back().ast);
-    debug_log(5, "{}", items.back().str());
+    if (env::DEBUG >= 5) debug_log(5, "{}", items.back().str());  // str() prints the whole AST: only if shown
   }
 
   for (size_t i = 0; i < keys.size(); i++) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 
 #include <fmt/format.h>
 
@@ -285,6 +286,14 @@ void PatternMatcher::build_index() {
     for (int o = 0; o < kOpsCount; o++)
       if (ops.empty() || ops.contains(static_cast<Ops>(o))) by_op_[o].push_back(i);
   }
+}
+
+PatternMatcher PatternMatcher::memoized() const {
+  static std::atomic<int> next_slot{0};  // never reused: a slot's marks stay valid for the process
+  PatternMatcher pm = *this;
+  int slot = next_slot.fetch_add(1, std::memory_order_relaxed);
+  pm.memo_slot_ = slot < UOp::kFixedPointSlots ? slot : -1;
+  return pm;
 }
 
 PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {

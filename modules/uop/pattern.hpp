@@ -149,9 +149,17 @@ class PatternMatcher {
   PatternMatcher operator+(const PatternMatcher& o) const;
   const std::vector<Rule>& rules() const { return rules_; }
 
+  // A copy whose graph_rewrite results are remembered in the nodes (UOp::is_fixed_point): a node once
+  // rewritten to a fixed point is never walked again by this matcher. Only for matchers that live for the
+  // process (function-local statics) and whose rules are pure: they read no context and no state outside
+  // the matched subgraph. A few slots exist (UOp::kFixedPointSlots); past them this returns a plain copy.
+  PatternMatcher memoized() const;
+  int memo_slot() const { return memo_slot_; }  // -1: not memoized
+
  private:
   void build_index();
   std::vector<Rule> rules_;
+  int memo_slot_ = -1;
   std::vector<std::vector<uint32_t>> by_op_;  // rule indices per root op (rules with any-op in every bucket)
 };
 

@@ -23,9 +23,11 @@ std::vector<RewriteTrace> g_traces;
 // creates is kept in keep_, which keeps alive all it points to. So raw pointers are safe until return.
 class Rewriter {
  public:
-  Rewriter(const PatternMatcher& pm, void* ctx, RewriteOptions opts) : pm_(pm), ctx_(ctx), opts_(opts) {}
+  Rewriter(const PatternMatcher& pm, void* ctx, RewriteOptions opts)
+      : pm_(pm), ctx_(ctx), opts_(opts), slot_(ctx ? -1 : pm.memo_slot()) {}
 
   UOpRef run(const UOpRef& root) {
+    if (fixed(root.get())) return root;
     stack_.push_back(Frame{root.get(), 0, root.get()});
     while (!stack_.empty()) {
       Frame f = stack_.back();
@@ -66,7 +68,11 @@ class Rewriter {
     return keep_.back().get();
   }
 
+  // Known (from an earlier rewrite with this memoized matcher) to be its own fixed point, sources included.
+  bool fixed(const UOp* u) const { return slot_ >= 0 && u->is_fixed_point(slot_); }
+
   void finish(const UOp* n, const UOp* result) {
+    if (slot_ >= 0) result->mark_fixed_point(slot_);  // results are fixed points all the way down
     state_[n] = State{result, DONE};
     // A final result is its own fixed point: later visits of it need no work.
     State& r = state_[result];
@@ -81,6 +87,10 @@ class Rewriter {
   void enter(const UOp* n) {
     State& s = state_[n];
     if (s.status != NEW) throw_loop(n);  // entered again while its replacement is still being computed
+    if (fixed(n)) {
+      s = State{n, DONE};
+      return;
+    }
     s.status = ENTERED;
     const UOp* new_n = n;
     if (opts_.bottom_up) {
@@ -93,8 +103,14 @@ class Rewriter {
       }
     }
     stack_.push_back(Frame{n, 1, new_n});
-    for (auto it = new_n->src().rbegin(); it != new_n->src().rend(); ++it)
-      if (!done(it->get())) stack_.push_back(Frame{it->get(), 0, nullptr});
+    for (auto it = new_n->src().rbegin(); it != new_n->src().rend(); ++it) {
+      const UOp* x = it->get();
+      if (done(x)) continue;
+      if (fixed(x))
+        state_[x] = State{x, DONE};
+      else
+        stack_.push_back(Frame{x, 0, nullptr});
+    }
   }
 
   void rebuild(const UOp* n, const UOp* new_n) {
@@ -131,6 +147,7 @@ class Rewriter {
   const PatternMatcher& pm_;
   void* ctx_;
   RewriteOptions opts_;
+  int slot_;  // memo slot of a memoized matcher without context, else -1
   std::vector<Frame> stack_;
   std::vector<const UOp*> srcs_;
   std::vector<UOpRef> keep_;

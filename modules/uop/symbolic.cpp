@@ -139,7 +139,7 @@ RewriteFn to_const(ConstValue v) {
 }  // namespace
 
 const PatternMatcher& symbolic_simple() {
-  static const PatternMatcher pm = [] {
+  static const PatternMatcher rules = [] {
     UPat x = UPat::var("x"), y = UPat::var("y"), c = UPat::cvar("c"), cv = UPat::cvar();
     UPat xi = UPat::var("x", DTypeSet::ints()), xib = UPat::var("x", int_or_bool());
     UPat xb = UPat::var("x", DTypeSet::bools()), yb = UPat::var("y", DTypeSet::bools());
@@ -212,11 +212,12 @@ const PatternMatcher& symbolic_simple() {
     };
     // clang-format on
   }();
+  static const PatternMatcher pm = rules.memoized();  // pure rules: results are remembered in the nodes
   return pm;
 }
 
 const PatternMatcher& symbolic() {
-  static const PatternMatcher pm = symbolic_simple() + [] {
+  static const PatternMatcher rules = symbolic_simple() + [] {
     UPat x = UPat::var("x"), xi = UPat::var("x", DTypeSet::ints()), y = UPat::var("y");
     UPat c0 = UPat::cvar("c0"), c1 = UPat::cvar("c1"), c2 = UPat::cvar("c2");
     UPat xb = UPat::var("x", DTypeSet::bools()), t = UPat::cnst(ConstValue{true}, DTypeSet::bools());
@@ -262,15 +263,17 @@ const PatternMatcher& symbolic() {
     };
     // clang-format on
   }();
+  static const PatternMatcher pm = rules.memoized();  // pure rules: results are remembered in the nodes
   return pm;
 }
 
 const PatternMatcher& symbolic_flat() {
-  static const PatternMatcher pm =
+  static const PatternMatcher rules =
       symbolic() + PatternMatcher{
                        {(UPat::var("x", DTypeSet::ints()) + UPat::var("y")) * UPat::cvar("c"),
                         [](M& m) { return m["x"] * m["c"] + m["y"] * m["c"]; }},  // (x+y)*c -> x*c+y*c
                    };
+  static const PatternMatcher pm = rules.memoized();
   return pm;
 }
 

@@ -109,6 +109,7 @@ class UOp {
   static UOpRef variable(std::string name, int64_t min, int64_t max, DType dtype = dtypes::index);
   static UOpRef range(const UOpRef& end, int64_t id, AxisType type = AxisType::LOOP);
   static UOpRef sink(std::vector<UOpRef> srcs);
+  static constexpr int kFixedPointSlots = 16;  // memoized PatternMatchers (PatternMatcher::memoized)
 
   Ops op() const noexcept { return op_; }
   DType dtype() const noexcept { return dtype_; }
@@ -156,6 +157,14 @@ class UOp {
   const IntVec* shape() const;
   // One line: "UOp(Ops.ADD, dtypes.int, arg=None, src=(Ops.DEFINE_VAR, Ops.CONST))" (trees: print.hpp).
   std::string str() const;
+  // Memo of graph_rewrite with a memoized (pure) PatternMatcher: bit `slot` set means this node and every
+  // node below it are a fixed point of that matcher, so a later rewrite skips the whole subgraph.
+  bool is_fixed_point(int slot) const noexcept {
+    return (fixed_.load(std::memory_order_relaxed) >> slot) & 1u;
+  }
+  void mark_fixed_point(int slot) const noexcept {
+    fixed_.fetch_or(static_cast<uint16_t>(1u << slot), std::memory_order_relaxed);
+  }
 
   ~UOp();
 
@@ -172,6 +181,7 @@ class UOp {
   uint64_t hash_;
   mutable std::atomic<uint32_t> refs_{0};
   mutable std::atomic<uint8_t> range_cached_{0};  // vmin/vmax memo, filled by range analysis
+  mutable std::atomic<uint16_t> fixed_{0};        // fixed point of memoized matcher `slot` (bit per slot)
   mutable ConstValue vmin_{int64_t{0}}, vmax_{int64_t{0}};
   ConstValue cval_{int64_t{0}};  // the value of a CONST (arg converted), so const_value() can point at it
   mutable std::atomic<std::shared_ptr<const IntVec>> shape_{};  // filled by shape()

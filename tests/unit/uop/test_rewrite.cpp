@@ -120,3 +120,31 @@ BOOST_AUTO_TEST_CASE(passes_are_traced_by_name) {
   BOOST_TEST(ts[1].matches == 0u);
   BOOST_TEST(take_rewrite_traces().empty());
 }
+
+BOOST_AUTO_TEST_CASE(a_memoized_matcher_skips_what_it_rewrote_before) {
+  static int calls = 0;  // rule invocations (the rule itself is pure: it never changes a result)
+  static const PatternMatcher counted = PatternMatcher{
+      {UPat::var("x") + 0,
+       [](Match& m) {
+         calls++;
+         return m["x"];
+       }},
+      {UPat(Ops::MUL), [](Match&) {
+         calls++;
+         return UOpRef();
+       }}}.memoized();
+  BOOST_TEST(counted.memo_slot() >= 0);
+  UOpRef a = var("a"), b = var("b");
+  UOpRef r = graph_rewrite((a + 0) * (b + 0), counted);
+  BOOST_TEST(r == a * b);
+  BOOST_TEST(calls == 3);  // two x+0, one MUL
+  BOOST_TEST(graph_rewrite(r, counted) == r);
+  BOOST_TEST(calls == 3);  // a fixed point: not walked again
+  calls = 0;
+  UOpRef bigger = (r + 0) * r;
+  BOOST_TEST(graph_rewrite(bigger, counted) == r * r);
+  BOOST_TEST(calls == 2);  // only the new nodes: r+0 and the MUL of the result
+  // The same rules without the memo give the same results, and a plain + of a memoized matcher is plain.
+  BOOST_TEST((counted + add_zero).memo_slot() == -1);
+  BOOST_TEST(graph_rewrite(bigger, counted + add_zero) == r * r);
+}
