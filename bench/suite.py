@@ -280,6 +280,8 @@ def main():
         row("W6", "block: build+schedule (peer: eager fwd+bwd)", "ms", L, ours["W6.build_schedule_ms"],
             P["W6.build_schedule_ms"], None, below(ours["W6.build_schedule_ms"], 10))
         row("W6", f"  kernels in that schedule", "count", L, ours["W6.kernels"], None, None, ("-", None))
+        row("W6", "  same, schedule cache off (cold)", "ms", L, ours["W6.build_schedule_cold_ms"], None, None,
+            ("-", None))
         row("W6", "realize per tiny op", "us", L, ours["W6.tiny_us"], P["W6.tiny_us"], None, below(ours["W6.tiny_us"], 20))
 
     if "W2" in only:

@@ -21,6 +21,8 @@ constexpr std::array kVars = {
     VarInfo{"DEV", "", "device to use: NAME[:index][:renderer[:arch]]; NAME=1 (e.g. CLANG=1) is a shorthand"},
     VarInfo{"SPEC", "", "1 = check each stage's graph against the IR spec, 0 = never (default: on in debug builds)"},
     VarInfo{"CACHELEVEL", "1", "0 = no on-disk cache of compiled programs and BEAM results"},
+    VarInfo{"SCHEDULE_CACHE", "16",
+            "how many graphs' schedules are remembered (the same graph again is not scheduled again); 0 = off"},
     VarInfo{"CONV_IM2COL", "16777216",
             "largest conv window matrix (elements) kept in memory so conv and its gradients run as matmuls; "
             "0 = never"},

@@ -20,6 +20,7 @@ std::atomic<int64_t> g_next_unique{0};
 }  // namespace
 
 int64_t next_unique_id() { return g_next_unique.fetch_add(1, std::memory_order_relaxed); }
+int64_t sched::peek_unique_id() { return g_next_unique.load(std::memory_order_relaxed); }
 
 UOpRef new_buffer(const UOpRef& device, int64_t numel, DType dtype) {
   UOpRef unique = UOp::make(Ops::UNIQUE, dtypes::void_, {}, next_unique_id());
@@ -168,8 +169,8 @@ std::vector<size_t> order(const std::vector<Kernel>& ks) {
 }  // namespace
 }  // namespace sched
 
-std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& becomes, VarVals* var_vals) {
-  using namespace sched;
+std::vector<ScheduleItem> sched::schedule_uncached(const UOpRef& sink, BecomesMap& becomes,
+                                                   VarVals* var_vals) {
   bool check = spec_enabled();
   if (check) verify_tensor_graph(sink);
   std::vector<UOpRef> roots;

@@ -40,6 +40,14 @@ using VarVals = std::unordered_map<UOpRef, int64_t>;
 std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& becomes,
                                           VarVals* var_vals = nullptr);
 
+// The schedule cache: create_schedule remembers the schedules of the last SCHEDULE_CACHE (default 16)
+// graphs, keyed by the interned sink (so the same structure and the same buffers). Scheduling the same graph
+// again copies the items with new BUFFERs in place of the ones the schedule made (outputs, intermediates),
+// so every schedule still writes fresh buffers. Skipped while rewrites are traced (VIZ). Returns the old
+// size; 0 turns it off and empties it.
+size_t set_schedule_cache_size(size_t entries);
+size_t schedule_cache_hits();  // schedules served from the cache in this process
+
 // The BUFFER value of becomes as a tensor of key's shape (a RESHAPE of it); other values as they are.
 UOpRef becomes_view(const UOpRef& key, const UOpRef& value);
 

@@ -184,6 +184,7 @@ struct RewriteTrace {
   double seconds = 0;
 };
 void set_rewrite_tracing(bool on);
+bool rewrite_tracing();  // set_rewrite_tracing(true) or VIZ: passes must run (not be skipped by a cache)
 std::vector<RewriteTrace> take_rewrite_traces();
 
 }  // namespace tg

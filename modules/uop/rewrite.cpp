@@ -159,7 +159,7 @@ class Rewriter {
 
 UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, RewriteOptions opts) {
   if (!root) throw ValueError(opts.name, "graph_rewrite of a null UOp");
-  bool tracing = g_tracing.load(std::memory_order_relaxed) || env::VIZ.value() > 0;
+  bool tracing = rewrite_tracing();
   Timer t;
   Rewriter rw(pm, ctx, opts);
   UOpRef out = rw.run(root);
@@ -172,6 +172,7 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, Re
 }
 
 void set_rewrite_tracing(bool on) { g_tracing.store(on, std::memory_order_relaxed); }
+bool rewrite_tracing() { return g_tracing.load(std::memory_order_relaxed) || env::VIZ.value() > 0; }
 
 std::vector<RewriteTrace> take_rewrite_traces() {
   std::lock_guard lock(g_trace_mu);

@@ -1,0 +1,158 @@
+// The schedule cache (tinygrad's schedule cache): scheduling is a pure function of the interned sink, except
+// for the BUFFERs it makes. So the schedule of a graph seen before is replayed with new buffers in their
+// place. A training step or a per-op loop that rebuilds the same graph schedules it once.
+#include <algorithm>
+#include <atomic>
+#include <list>
+#include <mutex>
+
+#include "base/env.hpp"
+#include "base/log.hpp"
+#include "schedule/passes.hpp"
+
+namespace tg {
+
+namespace {
+
+struct Entry {
+  UOpRef sink;  // the key, held so its address stays this graph's
+  std::vector<ScheduleItem> items;
+  BecomesMap becomes;
+  VarVals var_vals;
+  std::vector<UOpRef> fresh;       // BUFFERs the schedule made, oldest first: replaced on every hit
+  std::vector<size_t> fresh_asts;  // items whose AST names a fresh buffer (copies of intermediates)
+};
+
+class ScheduleCache {
+ public:
+  static ScheduleCache& get() {
+    static ScheduleCache* c = new ScheduleCache();  // never destroyed: entries hold UOps
+    return *c;
+  }
+
+  size_t resize(size_t n) {
+    std::lock_guard lock(mu_);
+    size_t old = limit_;
+    limit_ = n;
+    trim();
+    return old;
+  }
+  size_t limit() {
+    std::lock_guard lock(mu_);
+    return limit_;
+  }
+
+  // A copy of the entry for sink, most recently used first; false when there is none.
+  bool find(const UOp* sink, Entry& out) {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(sink);
+    if (it == index_.end()) return false;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    out = *it->second;
+    return true;
+  }
+
+  void put(Entry e) {
+    std::lock_guard lock(mu_);
+    if (limit_ == 0 || index_.contains(e.sink.get())) return;
+    lru_.push_front(std::move(e));
+    index_[lru_.front().sink.get()] = lru_.begin();
+    trim();
+  }
+
+  std::atomic<size_t> hits{0};
+
+ private:
+  ScheduleCache() {
+    std::string v = env::get("SCHEDULE_CACHE");
+    limit_ = v.empty() ? 0 : static_cast<size_t>(std::max(0LL, std::stoll(v)));
+  }
+  void trim() {
+    while (lru_.size() > limit_) {
+      index_.erase(lru_.back().sink.get());
+      lru_.pop_back();
+    }
+  }
+
+  std::mutex mu_;
+  std::list<Entry> lru_;
+  std::unordered_map<const UOp*, std::list<Entry>::iterator> index_;
+  size_t limit_ = 0;
+};
+
+int64_t unique_of(const UOp* buffer) { return buffer->src(0)->arg_as<int64_t>(); }
+
+// Remembers which BUFFERs of a fresh schedule it made itself (ids from first_id on).
+Entry make_entry(const UOpRef& sink, const std::vector<ScheduleItem>& items, const BecomesMap& becomes,
+                 const VarVals& var_vals, int64_t first_id) {
+  Entry e{sink, items, becomes, var_vals, {}, {}};
+  sched::NodeSet seen;
+  auto note = [&](const UOp* u) {
+    for (const UOp* x : u->toposort())
+      if (x->op() == Ops::BUFFER && unique_of(x) >= first_id && seen.insert(x).second)
+        e.fresh.push_back(x->ref());
+  };
+  for (const ScheduleItem& si : items)
+    for (const UOpRef& b : si.bufs) note(b.get());
+  for (const auto& [k, v] : becomes) note(v.get());
+  for (size_t i = 0; i < items.size(); i++) {
+    if (!items[i].is_copy()) continue;  // kernel ASTs name buffers only through DEFINE_GLOBAL indices
+    for (const UOp* x : items[i].ast->toposort())
+      if (seen.count(x)) {
+        e.fresh_asts.push_back(i);
+        break;
+      }
+  }
+  std::sort(e.fresh.begin(), e.fresh.end(),
+            [](const UOpRef& a, const UOpRef& b) { return unique_of(a.get()) < unique_of(b.get()); });
+  return e;
+}
+
+// The cached schedule with a new BUFFER for each one it made.
+std::vector<ScheduleItem> replay(Entry& e, BecomesMap& becomes, VarVals* var_vals) {
+  std::unordered_map<const UOp*, UOpRef> fresh;
+  for (const UOpRef& f : e.fresh)
+    fresh.emplace(f.get(), new_buffer(f->src(1), f->arg_as<int64_t>(), f->dtype()));
+  auto swap = [&](const UOpRef& u) {
+    if (u->op() == Ops::BUFFER) {
+      auto it = fresh.find(u.get());
+      return it == fresh.end() ? u : it->second;
+    }
+    return u->substitute(fresh);
+  };
+  for (ScheduleItem& si : e.items)
+    for (UOpRef& b : si.bufs) b = swap(b);
+  for (size_t i : e.fresh_asts) e.items[i].ast = e.items[i].ast->substitute(fresh);
+  for (auto& [k, v] : e.becomes) becomes[k] = swap(v);
+  if (var_vals)
+    for (const auto& [k, v] : e.var_vals) (*var_vals)[k] = v;
+  if (env::DEBUG >= 5)
+    for (const ScheduleItem& si : e.items) debug_log(5, "{}", si.str());
+  return std::move(e.items);
+}
+
+}  // namespace
+
+size_t set_schedule_cache_size(size_t entries) { return ScheduleCache::get().resize(entries); }
+size_t schedule_cache_hits() { return ScheduleCache::get().hits.load(std::memory_order_relaxed); }
+
+std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& becomes, VarVals* var_vals) {
+  ScheduleCache& cache = ScheduleCache::get();
+  if (rewrite_tracing() || cache.limit() == 0) return sched::schedule_uncached(sink, becomes, var_vals);
+  Entry e;
+  if (cache.find(sink.get(), e)) {
+    cache.hits.fetch_add(1, std::memory_order_relaxed);
+    return replay(e, becomes, var_vals);
+  }
+  int64_t first_id = sched::peek_unique_id();
+  BecomesMap b;
+  VarVals vv;
+  std::vector<ScheduleItem> items = sched::schedule_uncached(sink, b, &vv);
+  cache.put(make_entry(sink, items, b, vv, first_id));
+  for (auto& [k, v] : b) becomes[k] = v;
+  if (var_vals)
+    for (const auto& [k, v] : vv) (*var_vals)[k] = v;
+  return items;
+}
+
+}  // namespace tg

@@ -1,0 +1,108 @@
+#define BOOST_TEST_MODULE schedule_cache
+#include <boost/test/unit_test.hpp>
+
+#include "graph.hpp"
+
+using namespace tgt;
+
+namespace {
+
+int64_t unique_of(const UOpRef& buffer) { return buffer->src(0)->arg_as<int64_t>(); }
+
+void check_close(const std::vector<double>& got, const std::vector<double>& want) {
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); i++) BOOST_TEST(got[i] == want[i], boost::test_tools::tolerance(1e-9));
+}
+
+struct Scheduled {
+  std::vector<ScheduleItem> items;
+  BecomesMap becomes;
+  VarVals var_vals;
+};
+Scheduled sched(const std::vector<UOpRef>& roots) {
+  Scheduled s;
+  s.items = create_schedule(UOp::sink(roots), s.becomes, &s.var_vals);
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_same_graph_again_is_replayed_with_new_buffers) {
+  Memory mem;
+  UOpRef x = input({4, 3});
+  mem.set(x, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  UOpRef s = sum(x, {1});  // realized: read by every element of the root
+  UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32, {mul(x, bcast(s, x))});
+  size_t hits = schedule_cache_hits();
+  Scheduled a = sched({root});
+  BOOST_TEST(schedule_cache_hits() == hits);
+  Scheduled b = sched({root});
+  BOOST_TEST(schedule_cache_hits() == hits + 1);
+  BOOST_REQUIRE(a.items.size() == 2u);
+  BOOST_REQUIRE(b.items.size() == 2u);
+  for (size_t i = 0; i < a.items.size(); i++) {
+    BOOST_TEST((a.items[i].ast == b.items[i].ast));  // the same kernels...
+    BOOST_REQUIRE(a.items[i].bufs.size() == b.items[i].bufs.size());
+  }
+  // ...writing new buffers (the output and the intermediate), reading the same input
+  BOOST_TEST(unique_of(b.items[0].bufs[0]) > unique_of(a.items[0].bufs[0]));
+  BOOST_TEST(unique_of(b.items[1].bufs[0]) > unique_of(a.items[1].bufs[0]));
+  BOOST_TEST((b.items[1].bufs[0] != b.items[0].bufs[0]));
+  BOOST_TEST((a.items[0].bufs[1] == b.items[0].bufs[1]));
+  BOOST_TEST((b.items[1].bufs[2] == b.items[0].bufs[0]));  // the second kernel reads this run's sum
+  BOOST_TEST((b.becomes.at(root) == b.items[1].bufs[0]));
+  BOOST_TEST((a.becomes.at(root) != b.becomes.at(root)));
+  mem.run(b.items);
+  check_close(mem.at(b.becomes.at(root)), {6, 12, 18, 60, 75, 90, 168, 192, 216, 330, 363, 396});
+}
+
+BOOST_AUTO_TEST_CASE(a_copy_of_an_intermediate_reads_the_new_buffer) {
+  UOpRef x = input({4});
+  UOpRef moved = UOp::make(Ops::COPY, dtypes::float32, {add(x, x), device("OTHER")});
+  UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32, {add(moved, moved)});
+  Scheduled a = sched({root}), b = sched({root});
+  BOOST_REQUIRE(b.items.size() == 3u);
+  BOOST_REQUIRE(b.items[1].is_copy());
+  BOOST_TEST((b.items[1].bufs[1] == b.items[0].bufs[0]));  // copies what this run computed
+  BOOST_TEST((b.items[1].ast->src(0) == b.items[0].bufs[0]));
+  BOOST_TEST((b.items[2].bufs[1] == b.items[1].bufs[0]));
+  BOOST_TEST((a.items[1].bufs[0] != b.items[1].bufs[0]));
+}
+
+BOOST_AUTO_TEST_CASE(an_assign_again_writes_its_target_again) {
+  Memory mem;
+  UOpRef a = input({3});
+  mem.set(a, {1, 2, 3});
+  UOpRef inc = UOp::make(Ops::ASSIGN, dtypes::float32, {a, add(a, full({3}, 1.0))});
+  for (int i = 0; i < 3; i++) {
+    Scheduled s = sched({inc});
+    BOOST_REQUIRE(s.items.size() == 1u);
+    BOOST_TEST((s.items[0].bufs[0] == a->src(0)));
+    BOOST_TEST((s.becomes.at(inc) == a->src(0)));
+    mem.run(s.items);
+  }
+  check_close(mem.at(a->src(0)), {4, 5, 6});
+}
+
+BOOST_AUTO_TEST_CASE(bound_variables_come_back_from_the_cache) {
+  UOpRef v = UOp::variable("n", 1, 10),
+         bound = UOp::make(Ops::BIND, dtypes::index, {v, UOp::const_(dtypes::index, 7)});
+  UOpRef x = input({4});
+  UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32,
+                          {mul(x, expand(reshape(cast(bound, dtypes::float32), {1}), {4}))});
+  Scheduled a = sched({root}), b = sched({root});
+  BOOST_TEST(b.var_vals.size() == 1u);
+  BOOST_TEST(b.var_vals.at(v) == 7);
+}
+
+BOOST_AUTO_TEST_CASE(size_zero_turns_it_off) {
+  UOpRef x = input({5});
+  UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32, {add(x, x)});
+  size_t old = set_schedule_cache_size(0);
+  size_t hits = schedule_cache_hits();
+  sched({root}), sched({root});
+  BOOST_TEST(schedule_cache_hits() == hits);
+  set_schedule_cache_size(old);
+  sched({root}), sched({root});
+  BOOST_TEST(schedule_cache_hits() == hits + 1);
+}
