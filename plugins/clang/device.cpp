@@ -92,21 +92,30 @@ Status load_kernel(std::string_view name, std::span<const std::byte> binary,
                                             : load_shared(name, payload, out);
 }
 
-// _Float16 is claimed only if it compiles, links and multiplies correctly here: 1.5 * 2.0 == 3.0.
-bool float16_works(ClangCompiler& compiler) {
-  constexpr std::string_view src =
-      "void tg_probe_half(void* const* bufs, const long long* vals, int core_id) {\n"
-      "  _Float16* p = (_Float16*)bufs[0];\n"
-      "  p[2] = p[0] * p[1];\n"
-      "}\n";
+// Whether a probe kernel compiles, links and gives want in halves[2] from halves[0] and halves[1].
+bool half_probe(ClangCompiler& compiler, std::string_view body, uint16_t a, uint16_t b, uint16_t want) {
+  std::string src = fmt::format(
+      "void tg_probe_half(void* const* bufs, const long long* vals, int core_id) {{\n  {}\n}}\n", body);
   tg::sdk::Blob bin;
   std::unique_ptr<LoadedKernel> kernel;
   if (!compiler.compile(src, bin).ok() || !load_kernel("tg_probe_half", bin.bytes(), &kernel).ok())
     return false;
-  uint16_t halves[3] = {0x3E00, 0x4000, 0};  // 1.5, 2.0 in IEEE binary16
+  uint16_t halves[3] = {a, b, 0};
   void* bufs[1] = {halves};
   kernel->entry()(bufs, nullptr, 0);
-  return halves[2] == 0x4200;
+  return halves[2] == want;
+}
+
+// float16 as _Float16 when it compiles, links and multiplies correctly here (1.5 * 2.0 == 3.0; clang 14
+// needs AVX512-FP16 for it on x86), else as the storage type __fp16 with every result rounded by a cast,
+// when the conversions need no runtime library and round to nearest even (1 + 2^-11 is 1).
+HalfMode half_mode(ClangCompiler& compiler) {
+  if (half_probe(compiler, "_Float16* p = (_Float16*)bufs[0]; p[2] = p[0] * p[1];", 0x3E00, 0x4000, 0x4200))
+    return HalfMode::NATIVE;
+  constexpr std::string_view add = "__fp16* p = (__fp16*)bufs[0]; p[2] = (__fp16)(p[0] + p[1]);";
+  if (half_probe(compiler, add, 0x3E00, 0x3E00, 0x4200) && half_probe(compiler, add, 0x3C00, 0x1000, 0x3C00))
+    return HalfMode::STORAGE;
+  return HalfMode::NONE;
 }
 
 class ClangDevice final : public tg::sdk::Device {
@@ -125,7 +134,7 @@ class ClangDevice final : public tg::sdk::Device {
 
   explicit ClangDevice(int32_t index)
       : compiler_(make_toolchain(index)),
-        renderer_(float16_works(compiler_), hardware_threads()),
+        renderer_(half_mode(compiler_), hardware_threads()),
         pool_(std::make_shared<ThreadPool>(hardware_threads())) {
     description_ =
         fmt::format("{} ({} threads), {}", cpu_model(), hardware_threads(), compiler_.toolchain().id());

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "base/dtype.hpp"
 
@@ -20,15 +21,29 @@ uint32_t native_float_lanes() {
   return 4;  // SSE, NEON
 }
 
+// The C dialect with float16 as the storage type __fp16: C computes it in float, so each half result is
+// rounded with a cast, as _Float16 (and INTERP) would. One float op rounded to half is the correctly rounded
+// half op (24 >= 2 * 11 + 2 bits). Codegen never casts float64 to half directly (decomp.cpp), which clang
+// would lower to a runtime call.
+class HalfStorageDialect final : public tg::sdk::CDialect {
+ public:
+  explicit HalfStorageDialect(const tg::sdk::RendererCaps& caps) : CDialect(caps) {
+    set_type_name(Scalar::FLOAT16, "__fp16");
+    for (tg::Ops op : {tg::Ops::ADD, tg::Ops::MUL, tg::Ops::FDIV, tg::Ops::RECIPROCAL})
+      set_op_format(op, Scalar::FLOAT16, "(({t})" + op_format(op, Scalar::FLOAT16) + ")");
+    set_op_format(tg::Ops::MULACC, Scalar::FLOAT16, "(({t})(({t})({0}*{1})+{2}))");
+  }
+};
+
 }  // namespace
 
-ClangRenderer::ClangRenderer(bool float16, unsigned threads) {
+ClangRenderer::ClangRenderer(HalfMode half, unsigned threads) {
   using tg::Scalar;
   // bfloat16 and fp8 have no C arithmetic type in clang 14; codegen emulates them with integer ops.
   caps_.dtypes = bit(Scalar::BOOL) | bit(Scalar::INT8) | bit(Scalar::UINT8) | bit(Scalar::INT16) |
                  bit(Scalar::UINT16) | bit(Scalar::INT32) | bit(Scalar::UINT32) | bit(Scalar::INT64) |
                  bit(Scalar::UINT64) | bit(Scalar::FLOAT32) | bit(Scalar::FLOAT64);
-  if (float16) caps_.dtypes |= bit(Scalar::FLOAT16);
+  if (half != HalfMode::NONE) caps_.dtypes |= bit(Scalar::FLOAT16);
   // The basic ops plus MULACC (fused fma on float32/float64); the rest are decomposed by codegen.
   for (tg::Ops o : {tg::Ops::ADD, tg::Ops::MUL, tg::Ops::NEG, tg::Ops::IDIV, tg::Ops::MOD, tg::Ops::CMPLT,
                     tg::Ops::CMPNE, tg::Ops::AND, tg::Ops::OR, tg::Ops::XOR, tg::Ops::SHL, tg::Ops::SHR,
@@ -40,7 +55,10 @@ ClangRenderer::ClangRenderer(bool float16, unsigned threads) {
   caps_.global_max[0] = std::numeric_limits<uint32_t>::max();
   caps_.supports_float_ints = true;
   std::strncpy(caps_.dialect, "c", sizeof caps_.dialect - 1);
-  dialect_ = std::make_unique<tg::sdk::CDialect>(caps_);
+  if (half == HalfMode::STORAGE)
+    dialect_ = std::make_unique<HalfStorageDialect>(caps_);
+  else
+    dialect_ = std::make_unique<tg::sdk::CDialect>(caps_);
 }
 
 tg::sdk::Status ClangRenderer::render(std::string_view name, std::span<const tg::UOp* const> uops,

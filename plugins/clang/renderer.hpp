@@ -17,10 +17,13 @@
 
 namespace tg::clangdev {
 
+// How float16 compiles here: _Float16 arithmetic (clang 14 on x86 needs AVX512-FP16), the storage type
+// __fp16 (arithmetic in float, each result rounded back to half by a cast), or not at all.
+enum class HalfMode { NONE, NATIVE, STORAGE };
+
 class ClangRenderer final : public tg::sdk::Renderer {
  public:
-  // float16: _Float16 compiled, linked and computed correctly here (clang 14 needs AVX512-FP16 for it).
-  ClangRenderer(bool float16, unsigned threads);
+  ClangRenderer(HalfMode half, unsigned threads);
 
   const tg::sdk::RendererCaps& caps() const noexcept override { return caps_; }
   tg::sdk::Status render(std::string_view name, std::span<const tg::UOp* const> uops,

@@ -412,13 +412,21 @@ BOOST_AUTO_TEST_CASE(caps_describe_this_cpu) {
       BOOST_TEST((caps.dtypes & ~(uint64_t{1} << 10)) == base);
       uint32_t lanes = cpu_has_flag("avx512f") ? 16 : cpu_has_flag("avx") ? 8 : 4;
       BOOST_TEST(caps.max_vector_width == lanes);
-      // clang 14 has _Float16 arithmetic on x86-64 only with AVX512-FP16.
-      if (cpu_has_flag("avx512_fp16")) BOOST_TEST(tg::sdk::has_dtype(caps, 10));
+      // clang 14 has _Float16 arithmetic on x86-64 only with AVX512-FP16; with F16C the renderer uses the
+      // storage type __fp16 (conversions inline, arithmetic in float rounded back).
+      bool fp16 = cpu_has_flag("avx512_fp16");
+      if (fp16 || cpu_has_flag("f16c")) BOOST_TEST(tg::sdk::has_dtype(caps, 10));
       if (tg::sdk::has_dtype(caps, 10)) {
-        const std::string src = R"(
+        const std::string src = fp16 ? R"(
 void half_fma(void* const* bufs, const long long* vals, int core_id) {
   _Float16* h = (_Float16*)bufs[0];
   h[3] = h[0] * h[1] + h[2];
+}
+)"
+                                     : R"(
+void half_fma(void* const* bufs, const long long* vals, int core_id) {
+  __fp16* h = (__fp16*)bufs[0];
+  h[3] = (__fp16)((__fp16)(h[0] * h[1]) + h[2]);
 }
 )";
         auto prog = build(dev, "half_fma", src);
