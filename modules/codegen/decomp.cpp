@@ -43,10 +43,28 @@ UOpRef trunc_float(const UOpRef& a) {
       ->where(whole, a);  // |a| >= 2^mantissa is whole
 }
 
+// float64 -> half/bfloat16 with one rounding. C (clang 14 calls a runtime helper with the wrong ABI for it)
+// and GLSL narrow through float32, which rounds twice (1 + 2^-11 + 2^-40 -> 1, not 1 + 2^-10); rounding to
+// float32 with round-to-odd first (the odd float next to x toward zero when inexact) keeps the second
+// rounding right, as float32 has more than two bits beyond half's and bfloat16's mantissas.
+UOpRef narrow_from_double(Match& m) {
+  const UOpRef& x = m["a"];
+  int n = x->dtype().count();
+  DType f32(Scalar::FLOAT32, n), u32(Scalar::UINT32, n);
+  auto abs = [](const UOpRef& v) { return v->lt(v->const_like(0.0))->where(-v, v); };
+  UOpRef f = x->cast(f32), back = f->cast(x->dtype()), bits = f->bitcast(u32);
+  UOpRef toward_zero = abs(back)->lt(abs(x))->where(bits, bits - int64_t{1});
+  UOpRef odd = x->ne(back)->where((toward_zero | bits->const_like(int64_t{1})), bits);
+  return odd->bitcast(f32)->cast(m.root()->dtype());
+}
+
 }  // namespace
 
 PatternMatcher decompositions(const sdk::RendererCaps& caps) {
   std::vector<Rule> rules;
+  rules.push_back({UPat(OpSet{Ops::CAST}, DTypeSet{dtypes::float16, dtypes::bfloat16},
+                        std::vector<UPat>{UPat::var("a", DTypeSet{dtypes::float64})}, std::nullopt, "x"),
+                   narrow_from_double});
   auto missing = [&](Ops op) { return !native_op(caps, op); };
   auto float_rule = [&](Ops op, std::function<UOpRef(Match&)> f) {
     rules.push_back({op == Ops::POW ? binary(op, wide_floats()) : unary(op, wide_floats()), std::move(f)});
@@ -97,9 +115,9 @@ PatternMatcher form_mulacc(const sdk::RendererCaps& caps) {
   // float32 fma rounded to half is not a half fma); float64 too (a device without a fused double fma, as
   // Vulkan's fma() may be, could not match). The MUL keeps its other users.
   UPat mul = UPat(Ops::MUL, std::vector<UPat>{UPat::var("a"), UPat::var("b")});
-  UPat add = UPat(OpSet{Ops::ADD}, dtypes::float32, std::vector<UPat>{mul, UPat::var("c")}, std::nullopt, "x");
-  rules.push_back({add.permuted(),
-                   [](Match& m) -> UOpRef {
+  UPat add =
+      UPat(OpSet{Ops::ADD}, dtypes::float32, std::vector<UPat>{mul, UPat::var("c")}, std::nullopt, "x");
+  rules.push_back({add.permuted(), [](Match& m) -> UOpRef {
                      if (m.root()->dtype().count() != 1) return nullptr;
                      return UOp::make(Ops::MULACC, m.root()->dtype(), {m["a"], m["b"], m["c"]});
                    }});

@@ -235,6 +235,12 @@ BOOST_AUTO_TEST_CASE(casts) {
   // nearest half values: 0.1 -> 0x2E66 = 0.0999755859375; 70000 overflows to inf
   expect_values(x.cast(dtypes::float16), {1, 0.0999755859375, 65504, std::numeric_limits<double>::infinity()},
                 0);
+  // float64 -> float16 rounds once, to nearest even: 1 + 2^-11 + 2^-40 is past the midpoint (0x3C01), 1 + 2^-11
+  // is on it (even: 0x3C00; rounding through float32 would make both 1.0); 65519.99 stays finite (0x7BFF),
+  // 65520 ties to even, which overflows (0x7C00); -1e-300 is -0 (0x8000); NaN stays NaN.
+  Tensor d = Tensor(std::vector<double>{1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-11, 65519.99, 65520.0, -1e-300});
+  expect_exact<uint16_t>(d.cast(dtypes::float16).bitcast(dtypes::uint16), {0x3C01, 0x3C00, 0x7BFF, 0x7C00, 0x8000});
+  BOOST_TEST(std::isnan(Tensor(std::vector<double>{NAN}).cast(dtypes::float16).item<float>()));
   // bfloat16 runs on INTERP: the C renderer has no bfloat16 emulation yet.
   expect_values(Tensor(std::vector<float>{1.0f / 3}, {}, {}, "INTERP").cast(dtypes::bfloat16), {0.333984375},
                 0);  // 1.0101011b * 2^-2
