@@ -123,6 +123,9 @@ GlslRenderer::GlslRenderer(const tg::sdk::RendererCaps& caps, const ShaderFeatur
   // MULACC on float is the fused fma of INTERP (one rounding). GLSL's fma() may be a multiply then an add
   // (Vulkan gives it the precision of OpFMul + OpFAdd; lavapipe does that): tg_fma is exact (helpers).
   set_op_format(Ops::MULACC, Scalar::FLOAT32, "tg_fma({0},{1},{2})");
+  // lavapipe's double trunc() loses the sign of a zero result on some CPUs (trunc(-0.5) is +0): tg_trunc64
+  // copies x's sign bit onto it (a compare with 0 would be folded away with the signed zero).
+  set_op_format(Ops::TRUNC, Scalar::FLOAT64, "tg_trunc64({0})");
   // bool arithmetic as INTERP defines it (GLSL has no + * & | on bool)
   set_op_format(Ops::ADD, Scalar::BOOL, "({0}||{1})");
   set_op_format(Ops::OR, Scalar::BOOL, "({0}||{1})");
@@ -245,6 +248,12 @@ std::string GlslRenderer::helpers(const std::string& body) const {
   }
   // float fma, one rounding: the product is exact in double; the double sum is made round-to-odd (an inexact
   // sum gets an odd last bit, from its exact error by TwoSum), so rounding it to float is correctly rounded.
+  if (body.find("tg_trunc64(") != std::string::npos)
+    out += "double tg_trunc64(double x) {\n"
+           "  uvec2 t = unpackDouble2x32(trunc(x));\n"
+           "  t.y = (t.y & 0x7fffffffu) | (unpackDouble2x32(x).y & 0x80000000u);\n"
+           "  return packDouble2x32(t);\n"
+           "}\n";
   if (body.find("tg_fma(") != std::string::npos)
     out += "float tg_fma(float a, float b, float c) {\n"
            "  precise double p = double(a) * double(b);\n"
