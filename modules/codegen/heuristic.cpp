@@ -4,6 +4,7 @@
 // axis that divides over the threads. A device with workgroups instead groups big reduces with few outputs
 // (GROUPTOP) and makes up to three output axes local (LOCAL), as tinygrad does.
 #include <algorithm>
+#include <bit>
 #include <unordered_map>
 
 #include "codegen/opts.hpp"
@@ -141,8 +142,11 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
                      [&](const Cand& a, const Cand& b) { return contiguous(a.axis) && !contiguous(b.axis); });
     for (size_t c = 0; c < cands.size(); c++) {
       size_t i = cands[c].axis;
-      int64_t other = cpu ? std::max<int64_t>(4, 16 / vectors) : 4;
+      int64_t other = cpu ? std::max<int64_t>(4, std::bit_floor(uint64_t(16 / vectors))) : 4;
       int64_t k = amount(i, contiguous(i) ? wide : other);
+      // A contiguous axis whose divisors leave the vector part empty (a conv's output width 20 with 8 lanes
+      // gets 4) is upcast whole when it fits three vectors: 20 = 8 + 8 + 4 lanes.
+      if (cpu && contiguous(i) && k < width && size[i] <= 3 * width) k = size[i];
       if (k > 0 && contiguous(i)) vectors = (k + width - 1) / width;
       if (k == 0 || upcast * k > (cpu ? kMaxCpuUpcast : kMaxUpcast)) continue;
       opts.push_back({OptOps::UPCAST, static_cast<int64_t>(i), k});

@@ -295,6 +295,43 @@ BOOST_AUTO_TEST_CASE(heuristic_row_sum) {
   check_opts(ast, {bytes(std::vector<float>(256)), bytes(xv)}, bytes(out), want);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_conv_width_20) {
+  // out[co, y, x] = sum_{ci, ky, kx} in[ci, y+ky, x+kx] * w[co, ci, ky, kx]: 8 x 24 x 24 -> 8 x 20 x 20 by
+  // 3 x 3 (ci 2). On 8 lanes x's divisors leave one half vector (4), so x is upcast whole (20 = 8 + 8 + 4),
+  // which fills three vectors, and co, along which the input is reused, by the four rows that keep twelve
+  // vector accumulators; kx (3) is unrolled. On 16 lanes x (20) fits two vectors, so co gets eight rows. (No
+  // THREAD: 57600 loop trips are too few.)
+  UOpRef co = range(8, 0), y = range(20, 1), x = range(20, 2);
+  UOpRef ci = range(2, 3, AxisType::REDUCE), ky = range(3, 4, AxisType::REDUCE),
+         kx = range(3, 5, AxisType::REDUCE);
+  UOpRef in = glob(1, dtypes::float32, 2 * 24 * 24), w = glob(2, dtypes::float32, 8 * 2 * 3 * 3);
+  UOpRef v = reduce(load(in, ci * idx(576) + (y + ky) * idx(24) + x + kx) *
+                        load(w, co * idx(18) + ci * idx(9) + ky * idx(3) + kx),
+                    {ci, ky, kx}, Ops::ADD);
+  UOpRef ast = UOp::sink(
+      {end(store(glob(0, dtypes::float32, 8 * 400), co * idx(400) + y * idx(20) + x, v), {co, y, x})});
+  sdk::RendererCaps avx2 = c_caps();
+  avx2.max_vector_width = 8;
+  std::vector<Opt> want{{OptOps::UPCAST, 2, 20}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 5, 3}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, avx2)) == opts_str(want));
+  std::vector<Opt> want16{{OptOps::UPCAST, 2, 20}, {OptOps::UPCAST, 0, 8}, {OptOps::UNROLL, 5, 3}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want16));
+  // The tile gives the reference's bytes: each output sums its 18 products in (ci, ky, kx) order.
+  std::vector<float> iv = ints(2 * 24 * 24, 13), wv = ints(8 * 18, 7, 3), out(8 * 400, 0.0f);
+  for (int o = 0; o < 8; o++)
+    for (int yy = 0; yy < 20; yy++)
+      for (int xx = 0; xx < 20; xx++) {
+        float acc = 0.0f;
+        for (int c = 0; c < 2; c++)
+          for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+              acc = std::fma(iv[static_cast<size_t>(c * 576 + (yy + a) * 24 + xx + b)],
+                             wv[static_cast<size_t>(o * 18 + c * 9 + a * 3 + b)], acc);
+        out[static_cast<size_t>(o * 400 + yy * 20 + xx)] = acc;
+      }
+  check_opts(ast, {bytes(std::vector<float>(8 * 400)), bytes(iv), bytes(wv)}, bytes(out), want);
+}
+
 BOOST_AUTO_TEST_CASE(heuristic_strip_sum) {
   // out[c, l] = sum_m x[c, m, l] for 16 x 256 x 64 (a split sum's partials): every load is contiguous along
   // l, so all 64 lanes are upcast (eight vectors of accumulators fed by contiguous loads); m unrolled by 4.
