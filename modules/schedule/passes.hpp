@@ -53,6 +53,7 @@ struct LowerCtx {
   const NodeSet* heavy = nullptr;
   std::unordered_map<const UOp*, HeavyUse>* heavy_uses = nullptr;  // first use of each heavy node
   NodeSet* repeated = nullptr;                                     // heavy nodes used twice
+  std::vector<std::pair<const UOp*, UOpRef>>* notes = nullptr;     // if set: every heavy use, in order
   VarVals* var_vals = nullptr;
   UOpRef global(const UOpRef& buffer);
 };

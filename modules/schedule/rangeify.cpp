@@ -225,6 +225,7 @@ UOpRef leaf_or_note(Match& m) {
     }
   }
   if (ctx.heavy->count(x)) {
+    if (ctx.notes) ctx.notes->emplace_back(x, m["idx"]);
     HeavyUse use{ctx.kernel, m["idx"].get()};
     auto [it, fresh] = ctx.heavy_uses->emplace(x, use);
     if (!fresh && (it->second.kernel != use.kernel || it->second.index != use.index)) ctx.repeated->insert(x);

@@ -46,7 +46,11 @@ struct Built {
   NodeSet retry;                                 // nodes to realize too, then build again
 };
 
-std::vector<const UOp*> local_leaves(const UOp* x, const NodeSet& realized) {
+// What a kernel's lowering depends on besides its root: the nodes it computes (walked from the root's
+// sources down to realized nodes and BUFFERs, which are its leaves), with whether each is heavy or a leaf.
+using Signature = std::vector<std::pair<const UOp*, uint8_t>>;
+
+std::vector<const UOp*> local_leaves(const UOp* x, const RealizeInfo& info, Signature& sig) {
   std::vector<const UOp*> leaves, stack(x->src().size());
   for (size_t i = 0; i < stack.size(); i++) stack[i] = x->src(i).get();
   NodeSet seen;
@@ -54,19 +58,39 @@ std::vector<const UOp*> local_leaves(const UOp* x, const NodeSet& realized) {
     const UOp* u = stack.back();
     stack.pop_back();
     if (!seen.insert(u).second) continue;
-    if (realized.count(u) || u->op() == Ops::BUFFER) {
+    bool realized = info.realized.count(u) != 0;
+    if (realized || u->op() == Ops::BUFFER) {
       leaves.push_back(u);
+      sig.emplace_back(u, realized ? 2 : 3);
       continue;
     }
+    sig.emplace_back(u, info.heavy.count(u) ? 1 : 0);
     for (const UOpRef& s : u->src()) stack.push_back(s.get());
   }
   return leaves;
 }
 
-bool below(const UOp* top, const UOp* x) {
-  for (const UOp* u : top->toposort())
-    if (u == x) return true;
-  return false;
+// Kept across the rounds of create_schedule (each round realizes a few more nodes and builds again): a
+// realized node keeps its BUFFER, and a kernel whose signature did not change is not lowered again (its
+// heavy uses and hazard are replayed, so the round finds the same nodes to retry).
+struct Lowered {
+  Signature sig;
+  ScheduleItem item;
+  std::vector<std::pair<const UOp*, UOpRef>> notes;  // heavy uses in the order lowering saw them
+  bool hazard = false;
+};
+struct BuildMemo {
+  std::unordered_map<const UOp*, UOpRef> buffers;
+  std::unordered_map<const UOp*, Lowered> kernels;
+};
+
+// The nodes of `nodes` strictly below another one of them (one walk per node, not one per pair).
+NodeSet inside_another(const NodeSet& nodes) {
+  NodeSet inner;
+  for (const UOp* q : nodes)
+    for (const UOp* u : q->toposort())
+      if (u != q && nodes.count(u)) inner.insert(u);
+  return inner;
 }
 
 // A copy reads whole buffers: the source's BUFFER (through RESHAPEs and earlier ASSIGNs to it).
@@ -92,16 +116,28 @@ bool has_hazard(const UOpRef& ast) {
   return false;
 }
 
-Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals) {
+void note_heavy_use(std::unordered_map<const UOp*, HeavyUse>& uses, NodeSet& repeated, const UOp* x,
+                    HeavyUse use) {
+  auto [it, fresh] = uses.emplace(x, use);
+  if (!fresh && (it->second.kernel != use.kernel || it->second.index != use.index)) repeated.insert(x);
+}
+
+Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, BuildMemo& memo) {
   Built b;
   std::unordered_map<const UOp*, HeavyUse> heavy_uses;
   for (const UOp* x : sink->toposort()) {
     if (!info.realized.count(x)) continue;
-    Kernel k{x, local_leaves(x, info.realized), std::nullopt};
+    Signature sig;
+    Kernel k{x, local_leaves(x, info, sig), std::nullopt};
     const IntVec& shape = shape_of(x);
     int64_t numel = prod(shape);
+    auto buffer = [&](const UOpRef& device) {
+      auto [it, fresh] = memo.buffers.try_emplace(x);
+      if (fresh) it->second = new_buffer(device, numel, x->dtype());
+      return it->second;
+    };
     if (x->op() == Ops::COPY) {
-      UOpRef src = copy_source(x->src(0).get(), b), out = new_buffer(x->src(1), numel, x->dtype());
+      UOpRef src = copy_source(x->src(0).get(), b), out = buffer(x->src(1));
       b.views[x] = reshape(out, shape);
       if (numel > 0) k.item = ScheduleItem{UOp::make(Ops::COPY, x->dtype(), {src, x->src(1)}), {out, src}};
       b.kernels.push_back(std::move(k));
@@ -115,16 +151,28 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals) {
       if (x->op() == Ops::CONTIGUOUS) value = x->src(0);
       UOpRef device = device_of(x);
       if (!device) throw DeviceError("schedule", fmt::format("cannot tell which device {} is on", x->str()));
-      out = new_buffer(device, numel, x->dtype());
+      out = buffer(device);
       b.views[x] = reshape(out, shape);
     }
     if (numel > 0) {
-      LowerCtx ctx;
-      ctx.views = &b.views, ctx.root = x, ctx.kernel = static_cast<int>(b.kernels.size());
-      ctx.heavy = &info.heavy, ctx.heavy_uses = &heavy_uses, ctx.repeated = &b.retry, ctx.var_vals = var_vals;
-      UOpRef ast = lower_kernel(value, out, target, ctx);
-      if (target && has_hazard(ast)) b.retry.insert(value.get());
-      k.item = ScheduleItem{ast, std::move(ctx.bufs)};
+      int kernel = static_cast<int>(b.kernels.size());
+      auto it = memo.kernels.find(x);
+      if (it == memo.kernels.end() || it->second.sig != sig) {
+        Lowered l{std::move(sig), {}, {}, false};
+        LowerCtx ctx;
+        ctx.views = &b.views, ctx.root = x, ctx.kernel = kernel, ctx.notes = &l.notes;
+        ctx.heavy = &info.heavy, ctx.heavy_uses = &heavy_uses, ctx.repeated = &b.retry,
+        ctx.var_vals = var_vals;
+        UOpRef ast = lower_kernel(value, out, target, ctx);
+        l.hazard = target && has_hazard(ast);
+        l.item = ScheduleItem{ast, std::move(ctx.bufs)};
+        it = memo.kernels.insert_or_assign(x, std::move(l)).first;
+      } else {
+        for (const auto& [h, idx] : it->second.notes)
+          note_heavy_use(heavy_uses, b.retry, h, {kernel, idx.get()});
+      }
+      if (it->second.hazard) b.retry.insert(value.get());
+      k.item = it->second.item;
     }
     b.kernels.push_back(std::move(k));
   }
@@ -194,18 +242,16 @@ std::vector<ScheduleItem> sched::schedule_uncached(const UOpRef& sink, BecomesMa
   NodeSet forced;
   RealizeInfo info;
   Built built;
+  BuildMemo memo;
   for (;;) {
     info = decide_realize(clean, forced);
-    built = build(clean, info, var_vals);
+    built = build(clean, info, var_vals, memo);
     if (built.retry.empty()) break;
     // A node inside another one to realize is read twice only because that one is: realize the outer first.
     size_t before = forced.size();
-    for (const UOp* r : built.retry) {
-      bool inner = false;
-      for (const UOp* q : built.retry)
-        if (q != r && !inner) inner = below(q, r);
-      if (!inner) forced.insert(r);
-    }
+    NodeSet inner = inside_another(built.retry);
+    for (const UOp* r : built.retry)
+      if (!inner.count(r)) forced.insert(r);
     if (forced.size() == before) throw NotSupportedError("schedule", "an ASSIGN reads its target in a way no copy fixes");
   }
 
