@@ -13,8 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "codegen/estimate.hpp"
 #include "codegen/lower.hpp"
+#include "runtime/beam.hpp"
 #include "runtime/registry.hpp"
 
 namespace tg::test::workgroup {
@@ -185,6 +187,34 @@ inline void check_workgroup_opts(tg::Device& dev, int64_t max_loop = INT64_MAX) 
       BOOST_TEST(bad == 0u, r.prog.name << " " << opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
     }
   }
+}
+
+// BEAM=2 with the workgroup actions on a 64 x 64 matmul and 8 rows of 1000 (no amount but PADTO's divides
+// 1000 by 16 or 32): the winners give the host's values.
+inline void check_beam(tg::Device& dev) {
+  env::Scoped no_cache(env::CACHELEVEL, 0);
+  const int64_t n = 64;
+  std::vector<float> a(n * n), b(n * n);
+  for (int64_t i = 0; i < n * n; i++)
+    a[i] = static_cast<float>((i * 7) % 13) - 6.0f, b[i] = static_cast<float>((i * 5) % 9) - 4.0f;
+  std::vector<float> want(n * n, 0.0f);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t k = 0; k < n; k++)
+      for (int64_t j = 0; j < n; j++) want[i * n + j] += a[i * n + k] * b[k * n + j];  // small ints: exact
+  std::vector<Opt> opts = beam_search(dev, matmul_ast(n), 2, {{n * n * 4, n * n * 4, n * n * 4}, {}});
+  Run r = run(dev, matmul_ast(n), opts, {Bytes(n * n * 4), to_bytes(a), to_bytes(b)});
+  BOOST_TEST((floats(r.bufs[0]) == want), opts_str(opts));
+
+  const int64_t rows = 8, cols = 1000;
+  UOpRef i = UOp::range(cidx(rows), 0), c = UOp::range(cidx(cols), 1, AxisType::REDUCE);
+  UOpRef ast =
+      UOp::sink({UOp::make(Ops::END, dtypes::void_,
+                           {st(gbuf(0, rows), i, red(ld(gbuf(1, rows * cols), i * cidx(cols) + c), c)), i})});
+  std::vector<float> x(rows * cols), sums(rows, 0.0f);
+  for (int64_t k = 0; k < rows * cols; k++) sums[k / cols] += (x[k] = static_cast<float>(k % 11) - 5.0f);
+  opts = beam_search(dev, ast, 2, {{rows * 4, rows * cols * 4}, {}});
+  r = run(dev, ast, opts, {Bytes(rows * 4), to_bytes(x)});
+  BOOST_TEST((floats(r.bufs[0]) == sums), opts_str(opts));
 }
 
 }  // namespace tg::test::workgroup

@@ -469,3 +469,9 @@ BOOST_AUTO_TEST_CASE(workgroup_opts_match_the_host) {
   require_usable();
   tg::test::workgroup::check_workgroup_opts(tg::device("CL"));
 }
+
+// BEAM=2 with LOCAL/GROUP/GROUPTOP/PADTO among its actions picks opts that give the host's values.
+BOOST_AUTO_TEST_CASE(beam_with_workgroup_actions_matches_the_host) {
+  require_usable();
+  tg::test::workgroup::check_beam(tg::device("CL"));
+}

@@ -289,6 +289,12 @@ BOOST_AUTO_TEST_CASE(workgroup_opts_match_the_host) {
   tg::test::workgroup::check_workgroup_opts(tg::device("VULKAN"), 65535);
 }
 
+// BEAM=2 with LOCAL/GROUP/GROUPTOP/PADTO among its actions picks opts that give the host's values.
+BOOST_AUTO_TEST_CASE(beam_with_workgroup_actions_matches_the_host) {
+  device();
+  tg::test::workgroup::check_beam(tg::device("VULKAN"));
+}
+
 #ifdef TG_SPIRV_VAL
 BOOST_AUTO_TEST_CASE(generated_spirv_validates) {
   tg::Device& dev = tg::device("VULKAN");
