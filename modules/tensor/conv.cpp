@@ -97,6 +97,13 @@ int64_t window_count(int64_t in, int64_t k, int64_t s, std::pair<int64_t, int64_
   return (in + pad.first + pad.second - d * (k - 1) - 1) / s + 1;
 }
 
+// Whether a tensor graph does arithmetic (or reduces), as opposed to viewing buffers and constants.
+bool computes(const UOpRef& u) {
+  for (const UOp* n : u->toposort())
+    if (group::ALU.contains(n->op()) || n->op() == Ops::REDUCE_AXIS) return true;
+  return false;
+}
+
 // The size of one sample's window matrix: channels * prod(kernel) * prod(out).
 int64_t window_elems(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, const Pairs& pads,
                      const std::vector<int64_t>& d) {
@@ -353,16 +360,22 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, Sizes stride, Padd
   Shape k(weight.shape().begin() + 2, weight.shape().end());
   auto s = stride.resolve(n, op, "stride"), d = dilation.resolve(n, op, "dilation");
   Pairs pads = padding.resolve(n, k, d, s, op);
-  Tensor ret = conv_windows(*this, weight, bias, s, pads, d, groups, op);
+  // Every input value is read Cout * prod(kernel) times: an input that needs arithmetic (relu, batchnorm and
+  // pooling of the layer before) is computed once into memory instead of once per read. Views of buffers
+  // (the zero-stuffed input of a transposed conv) stay views.
+  Tensor xin = computes(uop()) ? contiguous() : *this;
+  Tensor ret = conv_windows(xin, weight, bias, s, pads, d, groups, op);
   bool grad = requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad());
   if (!grad || !ret.dtype().is_float()) return ret;
   // its own backward rule: dx and dw are conv-shaped kernels, not the derivative of the window view
-  std::vector<UOpRef> inputs{uop(), weight.uop()};
+  std::vector<UOpRef> inputs{xin.uop(), weight.uop()};
   if (bias.defined()) inputs.push_back(bias.uop());
   Shape in(shape().begin() + 2, shape().end());
   std::string dev = device(), name(op);
   CustomBackward back = [=](const UOpRef& g) {
-    Tensor dy(g, dev), x(inputs[0], dev), w(inputs[1], dev);
+    // dy feeds dx, dw and db, each reading it many times: computed once (it is the fused backward of the
+    // layers after this one).
+    Tensor dy = Tensor(g, dev).contiguous(), x(inputs[0], dev), w(inputs[1], dev);
     std::vector<UOpRef> out{conv_input_grad(dy, w, in, s, pads, d, groups, name).cast(x.dtype()).uop(),
                             conv_weight_grad(x, dy, k, s, pads, d, groups, name).cast(w.dtype()).uop()};
     if (inputs.size() == 3) {
