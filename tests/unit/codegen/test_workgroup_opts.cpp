@@ -35,27 +35,6 @@ bool has_op(const LinearProgram& p, Ops op) {
   return std::any_of(p.uops.begin(), p.uops.end(), [&](const UOpRef& u) { return u->op() == op; });
 }
 
-std::vector<float> ints(size_t n, int mod, int mul = 7) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = static_cast<float>(static_cast<int>(i * mul % mod) - mod / 2);
-  return v;
-}
-
-UOpRef matmul_ast(int64_t m, int64_t n, int64_t k) {
-  UOpRef i = range(m, 0), j = range(n, 1), r = range(k, 2, AxisType::REDUCE);
-  UOpRef a = glob(1, dtypes::float32, m * k), b = glob(2, dtypes::float32, k * n);
-  UOpRef v = reduce(load(a, i * idx(k) + r) * load(b, r * idx(n) + j), {r}, Ops::ADD);
-  return UOp::sink({end(store(glob(0, dtypes::float32, m * n), i * idx(n) + j, v), {i, j})});
-}
-std::vector<float> matmul_ref(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t n,
-                              int64_t k) {
-  std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
-  for (int64_t i = 0; i < m; i++)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t r = 0; r < k; r++) c[i * n + j] += a[i * k + r] * b[r * n + j];
-  return c;
-}
-
 // out[i] = x[i] * 3 + y[i] for n values.
 UOpRef axpy_ast(int64_t n) {
   UOpRef i = range(n, 0);
