@@ -82,5 +82,6 @@ IntVar VIZ{"VIZ"};
 IntVar JIT{"JIT"};
 IntVar CACHELEVEL{"CACHELEVEL"};
 IntVar CONV_IM2COL{"CONV_IM2COL"};
+IntVar SCHEDULE_CACHE{"SCHEDULE_CACHE"};
 
 }  // namespace tg::env

@@ -63,10 +63,7 @@ class ScheduleCache {
   std::atomic<size_t> hits{0};
 
  private:
-  ScheduleCache() {
-    std::string v = env::get("SCHEDULE_CACHE");
-    limit_ = v.empty() ? 0 : static_cast<size_t>(std::max(0LL, std::stoll(v)));
-  }
+  ScheduleCache() : limit_(static_cast<size_t>(std::max(0, env::SCHEDULE_CACHE.value()))) {}
   void trim() {
     while (lru_.size() > limit_) {
       index_.erase(lru_.back().sink.get());
