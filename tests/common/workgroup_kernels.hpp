@@ -29,6 +29,15 @@ Bytes to_bytes(const std::vector<T>& v) {
   std::memcpy(b.data(), v.data(), b.size());
   return b;
 }
+
+// c = a @ b for n x n row-major matrices, summed in double on the host.
+inline std::vector<float> host_matmul(const std::vector<float>& a, const std::vector<float>& b, int64_t n) {
+  std::vector<double> c(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t k = 0; k < n; k++)
+      for (int64_t j = 0; j < n; j++) c[i * n + j] += double(a[i * n + k]) * b[k * n + j];
+  return std::vector<float>(c.begin(), c.end());
+}
 inline std::vector<float> floats(const Bytes& b) {
   std::vector<float> v(b.size() / 4);
   std::memcpy(v.data(), b.data(), b.size());
@@ -143,10 +152,7 @@ inline void check_workgroup_opts(tg::Device& dev, int64_t max_loop = INT64_MAX) 
     std::vector<float> a(n * n), b(n * n);
     for (int64_t i = 0; i < n * n; i++)
       a[i] = static_cast<float>((i * 31) % 17) - 8.0f, b[i] = static_cast<float>((i * 13) % 11) - 5.0f;
-    std::vector<double> want(n * n, 0.0);
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t k = 0; k < n; k++)
-        for (int64_t j = 0; j < n; j++) want[i * n + j] += double(a[i * n + k]) * b[k * n + j];
+    std::vector<float> want = host_matmul(a, b, n);
     std::vector<std::optional<std::vector<Opt>>> variants{std::vector<Opt>{},
                                                           std::vector<Opt>{{OptOps::LOCAL, 1, 16},
                                                                            {OptOps::LOCAL, 0, 4},
@@ -164,7 +170,7 @@ inline void check_workgroup_opts(tg::Device& dev, int64_t max_loop = INT64_MAX) 
       std::vector<float> got = floats(r.bufs[0]);
       size_t bad = 0;
       for (size_t i = 0; i < got.size(); i++)
-        bad += got[i] != static_cast<float>(want[i]);  // small ints: exact
+        bad += got[i] != want[i];  // small ints: exact
       BOOST_TEST(bad == 0u, r.prog.name << " " << opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
     }
   }
@@ -197,10 +203,7 @@ inline void check_beam(tg::Device& dev) {
   std::vector<float> a(n * n), b(n * n);
   for (int64_t i = 0; i < n * n; i++)
     a[i] = static_cast<float>((i * 7) % 13) - 6.0f, b[i] = static_cast<float>((i * 5) % 9) - 4.0f;
-  std::vector<float> want(n * n, 0.0f);
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t k = 0; k < n; k++)
-      for (int64_t j = 0; j < n; j++) want[i * n + j] += a[i * n + k] * b[k * n + j];  // small ints: exact
+  std::vector<float> want = host_matmul(a, b, n);  // small ints: exact
   std::vector<Opt> opts = beam_search(dev, matmul_ast(n), 2, {{n * n * 4, n * n * 4, n * n * 4}, {}});
   Run r = run(dev, matmul_ast(n), opts, {Bytes(n * n * 4), to_bytes(a), to_bytes(b)});
   BOOST_TEST((floats(r.bufs[0]) == want), opts_str(opts));
