@@ -1,12 +1,14 @@
 // Kernel benchmark: the kernels the scheduler makes for matmul, a conv, an elementwise chain and a sum,
 // lowered without opts (NOOPT) and with the heuristic's, run on one device; prints GFLOPS / GB/s and the
 // ratio. Asserts nothing.
-//   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING]   (DEBUG=4 prints the sources)
+//   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING] [--opts U1:16,U0:4,R2:4,T0:2]
+// (DEBUG=4 prints the sources; --opts lowers the reduce kernels with these opts instead of the heuristic's)
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,9 +31,13 @@ struct Compiled {
   std::unique_ptr<sdk::Program> program;
 };
 
+std::optional<std::vector<Opt>> forced;  // --opts: these instead of the heuristic's
+
 Compiled compile(Device& dev, const UOpRef& ast, bool noopt) {
   env::Scoped s(env::NOOPT, noopt ? 1 : 0);
-  Compiled c{lower_kernel(ast, dev.caps()), nullptr};
+  LowerOptions lo;
+  if (!noopt && kernel_name(ast)[0] == 'r') lo.opts = forced;
+  Compiled c{lower_kernel(ast, dev.caps(), lo), nullptr};
   std::vector<const UOp*> view = c.prog.view();
   sdk::Blob src;
   if (!dev.renderer().render(c.prog.name, view, src).ok()) std::abort();
@@ -74,6 +80,20 @@ double run_schedule(Device& dev, const std::vector<ScheduleItemView>& items, boo
   return best;
 }
 
+// "U1:16,U0:4,R2:4,T0:2" (U UPCAST, R UNROLL, T THREAD, S SWAP; axis:arg).
+std::vector<Opt> parse_opts(const std::string& s) {
+  std::vector<Opt> out;
+  for (size_t p = 0; p < s.size();) {
+    size_t e = s.find(',', p);
+    std::string o = s.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    OptOps op = o[0] == 'U' ? OptOps::UPCAST : o[0] == 'R' ? OptOps::UNROLL : o[0] == 'T' ? OptOps::THREAD : OptOps::SWAP;
+    size_t c = o.find(':');
+    out.push_back({op, std::stoll(o.substr(1, c - 1)), std::stoll(o.substr(c + 1))});
+    p = e == std::string::npos ? s.size() : e + 1;
+  }
+  return out;
+}
+
 std::string only;  // run only the benchmarks whose name contains this
 
 // work: FLOPs (unit "GFLOPS") or bytes moved (unit "GB/s").
@@ -96,6 +116,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
     if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--opts")) forced = parse_opts(argv[i + 1]);
   }
   Device& dev = tg::device(device);
   fmt::print("{}: {}\n", dev.str(), dev.description());

@@ -131,18 +131,21 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
       std::stable_sort(cands.begin() + 1, cands.end(), [&](const Cand& a, const Cand& b) {
         return (a.reused & ~cands[0].reused) != 0 && (b.reused & ~cands[0].reused) == 0;
       });
-    // A CPU (no workgroups) has 16 or 32 vector registers: up to 16 vector accumulators, the contiguous
-    // axis two vectors wide and the other one as many rows as fit (matmul: 32 x 8; conv along a width of
-    // 28: 4 x 16), so each loaded vector feeds several multiplies.
+    // A CPU (no workgroups) has 16 or 32 vector registers: half of them hold accumulators (16 for
+    // AVX-512's 32, 8 for AVX2's 16; taking all 16 of AVX2's spilled the operands and ran at 0.55x), the
+    // contiguous axis two vectors wide and the other one as many rows as fit (matmul: 8 x 32 with
+    // AVX-512, 4 x 16 with AVX2; conv along a width of 28: 4 x 16), so each loaded vector feeds several
+    // multiplies.
     bool cpu = !caps.has_local;
     int64_t wide = cpu ? std::min<int64_t>(2 * width, 32) : width, vectors = 1;
+    int64_t budget = width >= 16 ? 16 : 8;  // accumulator vectors
     int64_t upcast = 1;
     if (cands.size() > 2) cands.resize(2);
     std::stable_sort(cands.begin(), cands.end(),  // the contiguous axis first: it sets the vector count
                      [&](const Cand& a, const Cand& b) { return contiguous(a.axis) && !contiguous(b.axis); });
     for (size_t c = 0; c < cands.size(); c++) {
       size_t i = cands[c].axis;
-      int64_t other = cpu ? std::max<int64_t>(4, std::bit_floor(uint64_t(16 / vectors))) : 4;
+      int64_t other = cpu ? std::max<int64_t>(4, std::bit_floor(uint64_t(budget / vectors))) : 4;
       int64_t k = amount(i, contiguous(i) ? wide : other);
       // A contiguous axis whose divisors leave the vector part empty (a conv's output width 20 with 8 lanes
       // gets 4) is upcast whole when it fits three vectors: 20 = 8 + 8 + 4 lanes.

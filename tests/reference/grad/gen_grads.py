@@ -164,6 +164,8 @@ case("gather", [("n", [3, 5]), ("i", [3, 4], 0, 5)], lambda x, i: torch.gather(x
 # ---- linear algebra ----
 case("matmul", [("n", [3, 4]), ("n", [4, 5])], lambda a, b: a @ b)
 case("matmul_batched", [("n", [2, 3, 4]), ("n", [4, 5])], lambda a, b: a @ b)
+# big enough that a CPU device packs b into strips
+case("matmul_packed", [("n", [128, 128]), ("n", [128, 128])], lambda a, b: a @ b)
 case("dot_vectors", [("n", [6]), ("n", [6])], lambda a, b: a @ b)
 case("einsum_ij_jk", [("n", [3, 4]), ("n", [4, 5])], lambda a, b: torch.einsum("ij,jk->ik", a, b))
 case("einsum_batched", [("n", [2, 3, 4]), ("n", [2, 4, 5])], lambda a, b: torch.einsum("bij,bjk->bik", a, b))

@@ -135,6 +135,7 @@ const std::map<std::string, Fn>& cases() {
       // linear algebra
       {"matmul", [](const V& t) { return t[0].matmul(t[1]); }},
       {"matmul_batched", [](const V& t) { return t[0].matmul(t[1]); }},
+      {"matmul_packed", [](const V& t) { return t[0].matmul(t[1]); }},
       {"dot_vectors", [](const V& t) { return t[0].dot(t[1]); }},
       {"einsum_ij_jk", [](const V& t) { return Tensor::einsum("ij,jk->ik", {t[0], t[1]}); }},
       {"einsum_batched", [](const V& t) { return Tensor::einsum("bij,bjk->bik", {t[0], t[1]}); }},

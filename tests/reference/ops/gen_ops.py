@@ -532,6 +532,13 @@ for dt in ['int32', 'float16', 'int8', 'float64']:
 add('matmul/transposed', 'matmul',
     [In(rand('float32', (5, 3)), permute=(1, 0)), In(rand('float32', (4, 5)), permute=(1, 0))],
     torch.matmul)
+# Big enough that a CPU device packs w into strips (m >= 32, n a multiple of the strip, m*n*k >= 2^21):
+# plain, batched on both sides, and w a transposed view.
+add('matmul/packed', 'matmul', [rand('float32', (128, 256)), rand('float32', (256, 64))], torch.matmul)
+add('matmul/packed_batched', 'matmul', [rand('float32', (2, 64, 128)), rand('float32', (2, 128, 128))],
+    torch.matmul)
+add('matmul/packed_transposed', 'matmul',
+    [rand('float32', (64, 256)), In(rand('float32', (128, 256)), permute=(1, 0))], torch.matmul)
 add('matmul/mixed', 'matmul', [rand('int32', (3, 4)), rand('float32', (4, 2))], lambda a, b: a.float() @ b)
 add('dot/vec', 'dot', [rand('float32', (9,)), rand('float32', (9,))], torch.dot)
 add('dot/mat', 'dot', [rand('float32', (2, 9)), rand('float32', (9, 3))], torch.matmul)

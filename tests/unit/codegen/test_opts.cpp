@@ -223,6 +223,15 @@ BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
     check_opts(ast, in, bytes(matmul_ref(a, b, 64, 64, 64)), want);
   }
   {
+    // AVX2 (8 lanes, 16 registers): half the registers hold accumulators, two vectors by 4 rows; 8 rows
+    // (all 16) spilled the operands.
+    sdk::RendererCaps avx2 = c_caps();
+    avx2.max_vector_width = 8;
+    std::vector<Opt> tile{
+        {OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
+    BOOST_TEST(opts_str(hand_coded_optimizations(ast, avx2)) == opts_str(tile));
+  }
+  {
     // A workgroup device (registers per work item are few) keeps one vector by 4.
     sdk::RendererCaps gpu = c_caps();
     gpu.has_local = true;
