@@ -176,16 +176,17 @@ Tensor BatchNorm::forward(const Tensor& x) {
   Tensor mean = x.mean(axes);
   Tensor var = (x - mean.reshape(s)).square().mean(axes);  // biased, for normalizing
   if (is_training() && track) {
-    // Realized now: a lazy update would read the input's graph later, after an optimizer step may have
-    // overwritten the weights it was computed from. (Realizing mean/var here too would cut their gradient.)
+    // Realized with the next realize (the loss, or the optimizer step, whose schedule orders it before the
+    // weights it reads are overwritten) rather than now: now would compute x's whole graph a second time.
+    // Left lazy past that, it would read weights an optimizer step may have overwritten.
     Tensor factor = momentum_ ? Tensor(*momentum_, running_mean.dtype(), x.device())
                               : (1 / (num_batches_tracked + 1)).cast(running_mean.dtype());
     Tensor m = mean.detach().cast(running_mean.dtype()), v = var.detach().cast(running_var.dtype());
     double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
     Tensor new_mean = (1 - factor) * running_mean + factor * m;
     Tensor new_var = (1 - factor) * running_var + factor * (v * unbias);
-    Tensor::realize_all({running_mean.assign(new_mean), running_var.assign(new_var),
-                         num_batches_tracked.assign(num_batches_tracked + 1)});
+    Tensor::realize_later({running_mean.assign(new_mean), running_var.assign(new_var),
+                           num_batches_tracked.assign(num_batches_tracked + 1)});
   }
   return x.batchnorm(weight, bias, mean, (var + eps_).rsqrt());
 }

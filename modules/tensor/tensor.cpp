@@ -197,11 +197,29 @@ Tensor& Tensor::realize() {
   return *this;
 }
 
+namespace {
+thread_local std::vector<Tensor> g_later;  // Tensor::realize_later's, until the next realize_all
+}
+
+void Tensor::realize_later(std::vector<Tensor> tensors) {
+  g_later.insert(g_later.end(), std::make_move_iterator(tensors.begin()), std::make_move_iterator(tensors.end()));
+}
+
 void Tensor::realize_all(std::vector<Tensor> tensors) {
+  std::vector<Tensor> later = std::move(g_later);
+  g_later.clear();
+  tensors.insert(tensors.end(), later.begin(), later.end());
   std::vector<UOpRef> roots;
   for (const Tensor& t : tensors)
     if (t.numel() > 0) roots.push_back(t.uop());
-  std::vector<RealizedBuffer> bufs = realize_uops(roots);
+  std::vector<RealizedBuffer> bufs;
+  try {
+    bufs = realize_uops(roots);
+  } catch (...) {
+    // the side effects wait for the next realize, as if this one had not been asked for
+    g_later.insert(g_later.begin(), later.begin(), later.end());
+    throw;
+  }
   for (size_t i = 0, k = 0; i < tensors.size(); i++) {
     Impl& im = tensors[i].impl();
     const Shape& shape = *im.uop->shape();

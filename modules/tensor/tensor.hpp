@@ -201,6 +201,11 @@ class Tensor {
   // ---- realization ----
   Tensor& realize();
   static void realize_all(std::vector<Tensor> tensors);
+  // Side effects (assigns) to realize with the next realize on this thread, in the same schedule as what it
+  // realizes: a training forward's BatchNorm statistics are then computed from the activations the loss
+  // computes anyway, not in a pass of their own. The scheduler still orders them before any assign in that
+  // schedule that overwrites what they read (an optimizer step).
+  static void realize_later(std::vector<Tensor> tensors);
   // Row-major values converted from dtype() as a C cast would. T: bool, (u)int8..64, float, double.
   template <typename T>
   std::vector<T> to_vector() const;

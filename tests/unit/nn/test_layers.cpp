@@ -4,6 +4,7 @@
 
 #include "nn/layers.hpp"
 #include "nn/losses.hpp"
+#include "nn/optim.hpp"
 #include "reference.hpp"
 
 using namespace tg;
@@ -92,6 +93,27 @@ BOOST_AUTO_TEST_CASE(linear_conv_and_transpose_match_torch) {
   nn::ConvTranspose2d convt(4, 2, 3, 2, 1, 1);
   nn::load_state_dict(convt, state_of(layer("conv_transpose2d")["state"]));
   expect_matches(convt(tensor_of(layer("conv_transpose2d")["x"])), layer("conv_transpose2d")["y"]);
+}
+
+BOOST_AUTO_TEST_CASE(batchnorm_statistics_ride_with_the_optimizer_step) {
+  // The running mean is updated with the next realize, here the SGD step that changes w in the same
+  // schedule: it must still see the batch computed with the old w. x = 1..4, w = 2: mean 5, so 0.1 * 5.
+  // loss = sum(bn(x w)) + w^2 (the normalized part does not depend on w): grad 2w = 4, lr 0.25 -> w = 1; a
+  // mean read after the step would give 0.1 * 2.5.
+  nn::BatchNorm2d bn(1);
+  Tensor x = Tensor(std::vector<float>{1, 2, 3, 4}, {4, 1, 1, 1});
+  Tensor w = Tensor(std::vector<float>{2}, {1}).requires_grad_();
+  nn::optim::SGD opt({w}, 0.25);
+  Tensor loss = bn(x * w.reshape({1, 1, 1, 1})).sum() + (w * w).sum();
+  loss.backward();
+  std::vector<Tensor> todo = opt.schedule_step();
+  todo.push_back(loss);
+  Tensor::realize_all(todo);
+  BOOST_TEST(w.item<float>() == 1.0f);
+  BOOST_TEST(std::abs(bn.running_mean.item<float>() - 0.5f) < 1e-6f);
+  // unbiased variance of 2, 4, 6, 8 is 20/3: 0.9 * 1 + 0.1 * 20/3
+  BOOST_TEST(std::abs(bn.running_var.item<float>() - (0.9f + 2.0f / 3.0f)) < 1e-5f);
+  BOOST_TEST(bn.num_batches_tracked.item<int64_t>() == 1);
 }
 
 BOOST_AUTO_TEST_CASE(batchnorm_train_and_eval_match_torch) {
