@@ -42,4 +42,10 @@ Tensor broadcast_axis(const Tensor& x, int axis, int64_t n);                // a
 // Row-major strides trick: every step-th element along axis (pads the axis up to a multiple of step).
 Tensor take_every(const Tensor& x, int axis, int64_t step);
 
+// w (..., k, n) laid out for a matmul with m rows on its device: in strips where that device's kernels read
+// it faster (a view of (..., k, n) onto a packed buffer), else as it is, or materialized when `contiguous`.
+Tensor matmul_layout(const Tensor& w, int64_t m, bool contiguous);
+// Tensor::dot; `layout` = w goes through matmul_layout (false: the caller did that already).
+Tensor dot(const Tensor& x, const Tensor& w, std::optional<DType> dtype, bool layout);
+
 }  // namespace tg::detail

@@ -12,8 +12,6 @@
 
 namespace tg {
 
-namespace {
-
 // A CPU device (threads and SIMD, no workgroups) tiles a matmul's output two vectors wide along n (the
 // heuristic's register tile), so the loop over k reads a strip of w that many columns wide. Row-major, each
 // step along k lands on another page (1024 columns: 4 KiB apart) and the prefetcher does not follow; packed
@@ -21,13 +19,14 @@ namespace {
 // multiplies) and the sum keeps its order, so results are unchanged: on AVX2, 1024^2 went 81 -> 150
 // GFLOPS and 2048^2 60 -> 160, pack included. w is viewed back as (..., k, n), so the rest of dot and its
 // gradient do not change.
-Tensor pack_strips(const Tensor& w, int64_t m) {
-  if (w.ndim() < 2 || m < 32) return w;
+Tensor detail::matmul_layout(const Tensor& w, int64_t m, bool contiguous) {
+  auto other = [&] { return contiguous ? w.contiguous() : w; };
+  if (w.ndim() < 2 || m < 32) return other();
   const sdk::RendererCaps& caps = device(w.device()).caps();
-  if (caps.has_local || !caps.has_threads || caps.max_vector_width < 4) return w;
+  if (caps.has_local || !caps.has_threads || caps.max_vector_width < 4) return other();
   int64_t s = std::clamp<int64_t>(2 * caps.max_vector_width, 8, 32);
   int64_t k = w.shape()[static_cast<size_t>(w.ndim() - 2)], n = w.shape().back();
-  if (n % s != 0 || n == s || k < 16 || m * n * k < (int64_t{1} << 21)) return w;
+  if (n % s != 0 || n == s || k < 16 || m * n * k < (int64_t{1} << 21)) return other();
   int d = w.ndim();
   Shape split(w.shape().begin(), w.shape().end() - 1);
   split.push_back(n / s);
@@ -38,30 +37,29 @@ Tensor pack_strips(const Tensor& w, int64_t m) {
   return w.reshape(split).permute(swap).contiguous().permute(swap).reshape(w.shape());
 }
 
-}  // namespace
-
-Tensor Tensor::dot(const Tensor& w, std::optional<DType> dtype) const {
-  int dx = ndim(), dw = w.ndim();
+Tensor detail::dot(const Tensor& x, const Tensor& w, std::optional<DType> dtype, bool layout) {
+  int dx = x.ndim(), dw = w.ndim();
   if (dx == 0 || dw == 0)
     throw ShapeError("dot", fmt::format("both tensors need at least 1 dimension, got {}d and {}d", dx, dw));
   int axis_w = dw >= 2 ? dw - 2 : 0;  // the axis of w that meets x's last axis
-  if (shape().back() != w.shape()[axis_w])
-    throw ShapeError("dot", fmt::format("cannot multiply {} by {}", detail::shape_str(shape()),
-                                        detail::shape_str(w.shape())));
-  detail::check_same_device(*this, w, "dot");
+  if (x.shape().back() != w.shape()[axis_w])
+    throw ShapeError("dot", fmt::format("cannot multiply {} by {}", shape_str(x.shape()), shape_str(w.shape())));
+  check_same_device(x, w, "dot");
   // x: (..., m, 1, k)   w: (..., 1, n, k) -> x*w summed over k
   int extra = std::min({dx - 1, dw - 1, 1});
-  Shape xs(shape().begin(), shape().end() - 1), ws(w.shape().begin(), w.shape().begin() + axis_w);
+  Shape xs(x.shape().begin(), x.shape().end() - 1), ws(w.shape().begin(), w.shape().begin() + axis_w);
   xs.insert(xs.end(), extra, 1);
-  xs.push_back(shape().back());
+  xs.push_back(x.shape().back());
   ws.insert(ws.end(), extra, 1);
   ws.insert(ws.end(), w.shape().begin() + axis_w, w.shape().end());
   int64_t m = 1;
-  for (int a = 0; a + 1 < dx; a++) m *= shape()[static_cast<size_t>(a)];
-  Tensor wt = pack_strips(w, m).reshape(ws).transpose(-1, axis_w - dw);
-  DType out = dtype.value_or(dtypes::least_upper(this->dtype(), w.dtype()));
-  return (reshape(xs) * wt).sum(-1, false, dtype).cast(out);
+  for (int a = 0; a + 1 < dx; a++) m *= x.shape()[static_cast<size_t>(a)];
+  Tensor wt = (layout ? matmul_layout(w, m, false) : w).reshape(ws).transpose(-1, axis_w - dw);
+  DType out = dtype.value_or(dtypes::least_upper(x.dtype(), w.dtype()));
+  return (x.reshape(xs) * wt).sum(-1, false, dtype).cast(out);
 }
+
+Tensor Tensor::dot(const Tensor& w, std::optional<DType> dtype) const { return detail::dot(*this, w, dtype, true); }
 
 Tensor Tensor::matmul(const Tensor& w, std::optional<DType> dtype) const { return dot(w, dtype); }
 

@@ -31,6 +31,7 @@ conv_cases = [
     dict(x=(1, 3, 8, 8), w=(2, 3, 2, 2), stride=2, padding=0, dilation=1, groups=1, bias=True),
     dict(x=(2, 2, 7, 7), w=(2, 1, 1, 1), stride=3, padding=1, dilation=1, groups=2, bias=False),
     dict(x=(1, 4, 10, 5), w=(4, 1, 3, 3), stride=[1, 2], padding="same", dilation=[2, 1], groups=4, bias=True),
+    dict(x=(3, 2, 6, 6), w=(4, 2, 3, 3), stride=1, padding=1, dilation=1, groups=1, bias=True),
 ]
 out["conv2d"] = []
 for c in conv_cases:
