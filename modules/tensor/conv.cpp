@@ -114,17 +114,28 @@ int64_t window_elems(const Tensor& x, const Shape& k, const std::vector<int64_t>
 
 // The windows of x as a matrix, (N, groups, Cin/groups * prod(kernel), prod(out)): the conv is then a
 // matmul. A view; the caller stores it (in chunks of at most CONV_IM2COL elements) in the layout its matmul
-// reads best.
+// reads best: packed in strips, or else row-major, stored before the output axes are merged into one so
+// the copy kernel walks the rows of the windows (merged, each element's index took a div and a mod and the
+// copy ran at 5 GB/s).
 Tensor im2col(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, const Pairs& pads,
-              const std::vector<int64_t>& d, int64_t groups, std::string_view op) {
+              const std::vector<int64_t>& d, int64_t groups, int64_t m, std::string_view op) {
   int n = static_cast<int>(k.size());
   int64_t rows = x.shape()[1], cols = 1;
-  for (int a = 0; a < n; a++) rows *= k[a], cols *= window_count(x.shape()[2 + a], k[a], s[a], pads[a], d[a]);
+  Shape out;
+  for (int a = 0; a < n; a++) {
+    out.push_back(window_count(x.shape()[2 + a], k[a], s[a], pads[a], d[a]));
+    rows *= k[a], cols *= out.back();
+  }
+  Shape split{x.shape()[0], groups, rows / groups};
+  split.insert(split.end(), out.begin(), out.end());
   Tensor w = pad_spatial(x, pads).pool(k, s, d, op);  // (N, C, *out, *kernel)
   Dims order{0, 1};
   for (int a = 0; a < n; a++) order.push_back(2 + n + a);
   for (int a = 0; a < n; a++) order.push_back(2 + a);
-  return w.permute(order).reshape({x.shape()[0], groups, rows / groups, cols});
+  Shape merged{x.shape()[0], groups, rows / groups, cols};
+  Tensor view = w.permute(order).reshape(split);
+  Tensor packed = detail::matmul_layout(view.reshape(merged), m, false);
+  return packed.uop() != view.reshape(merged).uop() ? packed : view.contiguous().reshape(merged);
 }
 
 // The multiply-reduce over sliding windows plus bias: x (N, groups*Cin, *in), weight (Cout, Cin, *k),
@@ -149,9 +160,8 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
     std::vector<Tensor> parts;
     for (int64_t b = 0; b < bs; b += fit) {
       int64_t e = std::min(bs, b + fit);
-      Tensor cols = im2col(fit < bs ? detail::shrink_axis(xin, 0, b, e) : xin, k, s, pads, d, groups, op);
-      // (N, groups, Cout/groups, L); the windows are stored once, straight in the matmul's layout
-      Tensor y = detail::dot(weight.reshape(ws), detail::matmul_layout(cols, cout, true), {}, false);
+      Tensor cols = im2col(fit < bs ? detail::shrink_axis(xin, 0, b, e) : xin, k, s, pads, d, groups, cout, op);
+      Tensor y = detail::dot(weight.reshape(ws), cols, {}, false);  // (N, groups, Cout/groups, L)
       if (bias.defined()) y = y + bias.reshape({1, groups, cout / groups, 1});
       // in memory as (N, Cout, L): the kernel keeps L as one axis (a vector-wide tile), not 2-d windows
       parts.push_back(y.contiguous());
@@ -222,7 +232,7 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const Shape& k, const
     Tensor r;  // (groups, rows, Cout/groups)
     for (int64_t b = 0; b < bs; b += fit) {
       int64_t e = std::min(bs, b + fit);
-      Tensor cols = im2col(detail::shrink_axis(x, 0, b, e), k, s, pads, d, groups, op).contiguous();
+      Tensor cols = im2col(detail::shrink_axis(x, 0, b, e), k, s, pads, d, groups, 0, op);  // row-major
       int64_t rows = cols.shape()[2], l = cols.shape()[3];
       Tensor dyt = detail::shrink_axis(dy, 0, b, e).reshape({e - b, groups, rcout, l}).permute({0, 1, 3, 2});
       dyt = detail::matmul_layout(dyt, rows, true);
