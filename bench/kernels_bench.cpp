@@ -86,7 +86,10 @@ std::vector<Opt> parse_opts(const std::string& s) {
   for (size_t p = 0; p < s.size();) {
     size_t e = s.find(',', p);
     std::string o = s.substr(p, e == std::string::npos ? std::string::npos : e - p);
-    OptOps op = o[0] == 'U' ? OptOps::UPCAST : o[0] == 'R' ? OptOps::UNROLL : o[0] == 'T' ? OptOps::THREAD : OptOps::SWAP;
+    OptOps op = o[0] == 'U'   ? OptOps::UPCAST
+                : o[0] == 'R' ? OptOps::UNROLL
+                : o[0] == 'T' ? OptOps::THREAD
+                              : OptOps::SWAP;
     size_t c = o.find(':');
     out.push_back({op, std::stoll(o.substr(1, c - 1)), std::stoll(o.substr(c + 1))});
     p = e == std::string::npos ? s.size() : e + 1;

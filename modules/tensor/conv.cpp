@@ -19,6 +19,8 @@ using Pairs = std::vector<std::pair<int64_t, int64_t>>;
 
 namespace {
 
+constexpr int64_t kStorePaddedMacs = int64_t{1} << 24;  // direct convs from this many multiplies
+
 int64_t ceildiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The padding pairs for x's last pads.size() axes, zero for the leading ones.
@@ -114,9 +116,8 @@ int64_t window_elems(const Tensor& x, const Shape& k, const std::vector<int64_t>
 
 // The windows of x as a matrix, (N, groups, Cin/groups * prod(kernel), prod(out)): the conv is then a
 // matmul. A view; the caller stores it (in chunks of at most CONV_IM2COL elements) in the layout its matmul
-// reads best: packed in strips, or else row-major, stored before the output axes are merged into one so
-// the copy kernel walks the rows of the windows (merged, each element's index took a div and a mod and the
-// copy ran at 5 GB/s).
+// reads best, packed in strips or else row-major. (Stored before the output axes merge, the copy walked
+// rows of windows without a div and a mod per element, yet ran 3x slower on a padded 28x28 input.)
 Tensor im2col(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, const Pairs& pads,
               const std::vector<int64_t>& d, int64_t groups, int64_t m, std::string_view op) {
   int n = static_cast<int>(k.size());
@@ -135,7 +136,7 @@ Tensor im2col(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, co
   Shape merged{x.shape()[0], groups, rows / groups, cols};
   Tensor view = w.permute(order).reshape(split);
   Tensor packed = detail::matmul_layout(view.reshape(merged), m, false);
-  return packed.uop() != view.reshape(merged).uop() ? packed : view.contiguous().reshape(merged);
+  return packed.uop() != view.reshape(merged).uop() ? packed : view.reshape(merged).contiguous();
 }
 
 // The multiply-reduce over sliding windows plus bias: x (N, groups*Cin, *in), weight (Cout, Cin, *k),
@@ -152,7 +153,8 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
   // GFLOPS direct; chunked, the step took 0.9x the time). Long rows (20, 24 with 5x5 kernels) stay direct:
   // their windows are 25 times the input and the chunked step took 1.3x.
   Shape final_shape{bs, cout};
-  for (int a = 0; a < n; a++) final_shape.push_back(window_count(xin.shape()[2 + a], k[a], s[a], pads[a], d[a]));
+  for (int a = 0; a < n; a++)
+    final_shape.push_back(window_count(xin.shape()[2 + a], k[a], s[a], pads[a], d[a]));
   int64_t fit = env::CONV_IM2COL.value() / window_elems(xin, k, s, pads, d);
   if (fit >= bs || (fit >= 1 && final_shape.back() < 16)) {
     Shape ws{1, groups, cout / groups, -1};
@@ -160,7 +162,8 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
     std::vector<Tensor> parts;
     for (int64_t b = 0; b < bs; b += fit) {
       int64_t e = std::min(bs, b + fit);
-      Tensor cols = im2col(fit < bs ? detail::shrink_axis(xin, 0, b, e) : xin, k, s, pads, d, groups, cout, op);
+      Tensor cols =
+          im2col(fit < bs ? detail::shrink_axis(xin, 0, b, e) : xin, k, s, pads, d, groups, cout, op);
       Tensor y = detail::dot(weight.reshape(ws), cols, {}, false);  // (N, groups, Cout/groups, L)
       if (bias.defined()) y = y + bias.reshape({1, groups, cout / groups, 1});
       // in memory as (N, Cout, L): the kernel keeps L as one axis (a vector-wide tile), not 2-d windows
@@ -169,7 +172,17 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
     Tensor y = parts.size() == 1 ? parts[0] : Tensor::cat(parts, 0).contiguous();
     return y.reshape(final_shape);
   }
-  Tensor x = pad_spatial(xin, pads).pool(k, s, d, op);  // (N, groups*Cin, *out, *kernel)
+  // A big conv's padded input is stored padded: the multiply-reduce reads each value Cout * prod(kernel)
+  // times, and each read of the view tested its position against the border (the Fashion-MNIST CNN's 5x5
+  // input gradient, padded by 4, ran at 64 GFLOPS; the same kernel without borders at 112). A small one
+  // stays one kernel.
+  bool padded =
+      std::any_of(pads.begin(), pads.end(), [](const auto& p) { return p.first != 0 || p.second != 0; });
+  int64_t macs = xin.numel() * cout;
+  for (int64_t v : k) macs *= v;
+  Tensor src = pad_spatial(xin, pads);
+  if (padded && macs >= kStorePaddedMacs) src = src.contiguous();
+  Tensor x = src.pool(k, s, d, op);  // (N, groups*Cin, *out, *kernel)
   Shape out(x.shape().begin() + 2, x.shape().begin() + 2 + n);
   int64_t rcout = cout / groups;
   Shape xs{bs, groups, cin, 1}, xe{bs, groups, cin, rcout}, ws{1, groups, rcout};
@@ -236,7 +249,8 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const Shape& k, const
       int64_t rows = cols.shape()[2], l = cols.shape()[3];
       Tensor dyt = detail::shrink_axis(dy, 0, b, e).reshape({e - b, groups, rcout, l}).permute({0, 1, 3, 2});
       dyt = detail::matmul_layout(dyt, rows, true);
-      Tensor part = (cols.reshape({e - b, groups, rows, l, 1}) * dyt.reshape({e - b, groups, 1, l, rcout})).sum({0, 3});
+      Tensor part =
+          (cols.reshape({e - b, groups, rows, l, 1}) * dyt.reshape({e - b, groups, 1, l, rcout})).sum({0, 3});
       r = r.defined() ? r + part.contiguous() : part.contiguous();  // one matmul kernel per chunk
     }
     Shape ws{rcout * groups, cin};

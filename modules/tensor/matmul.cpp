@@ -43,7 +43,8 @@ Tensor detail::dot(const Tensor& x, const Tensor& w, std::optional<DType> dtype,
     throw ShapeError("dot", fmt::format("both tensors need at least 1 dimension, got {}d and {}d", dx, dw));
   int axis_w = dw >= 2 ? dw - 2 : 0;  // the axis of w that meets x's last axis
   if (x.shape().back() != w.shape()[axis_w])
-    throw ShapeError("dot", fmt::format("cannot multiply {} by {}", shape_str(x.shape()), shape_str(w.shape())));
+    throw ShapeError("dot",
+                     fmt::format("cannot multiply {} by {}", shape_str(x.shape()), shape_str(w.shape())));
   check_same_device(x, w, "dot");
   // x: (..., m, 1, k)   w: (..., 1, n, k) -> x*w summed over k
   int extra = std::min({dx - 1, dw - 1, 1});
@@ -59,7 +60,9 @@ Tensor detail::dot(const Tensor& x, const Tensor& w, std::optional<DType> dtype,
   return (x.reshape(xs) * wt).sum(-1, false, dtype).cast(out);
 }
 
-Tensor Tensor::dot(const Tensor& w, std::optional<DType> dtype) const { return detail::dot(*this, w, dtype, true); }
+Tensor Tensor::dot(const Tensor& w, std::optional<DType> dtype) const {
+  return detail::dot(*this, w, dtype, true);
+}
 
 Tensor Tensor::matmul(const Tensor& w, std::optional<DType> dtype) const { return dot(w, dtype); }
 

@@ -202,7 +202,8 @@ thread_local std::vector<Tensor> g_later;  // Tensor::realize_later's, until the
 }
 
 void Tensor::realize_later(std::vector<Tensor> tensors) {
-  g_later.insert(g_later.end(), std::make_move_iterator(tensors.begin()), std::make_move_iterator(tensors.end()));
+  g_later.insert(g_later.end(), std::make_move_iterator(tensors.begin()),
+                 std::make_move_iterator(tensors.end()));
 }
 
 void Tensor::realize_all(std::vector<Tensor> tensors) {

@@ -160,6 +160,28 @@ BOOST_AUTO_TEST_CASE(windows_are_one_view_fused_into_one_kernel) {
   BOOST_TEST(x.avg_pool2d(3, 2, 1, true, false).schedule().size() == 1u);
   BOOST_TEST(x.conv_transpose2d(Tensor::randn({3, 2, 3, 3}).realize(), Tensor(), 2, 1, 1).schedule().size() ==
              1u);
+  // A big one (52M multiplies) stores its padded input first: two kernels, and the values of the loops.
+  Tensor bx = Tensor::randn({8, 16, 32, 32}).realize(), bw = Tensor::randn({16, 16, 5, 5}).realize();
+  Tensor by = bx.conv2d(bw, Tensor(), 1, 2);
+  BOOST_TEST(by.schedule().size() == 2u);
+  std::vector<float> xv = bx.to_vector<float>(), wv = bw.to_vector<float>(), yv = by.to_vector<float>();
+  double worst = 0;
+  for (int n = 0; n < 8; n++)
+    for (int o = 0; o < 16; o++)
+      for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 32; j++) {
+          double acc = 0;
+          for (int c = 0; c < 16; c++)
+            for (int a = 0; a < 5; a++)
+              for (int e = 0; e < 5; e++) {
+                int yy = i + a - 2, xx = j + e - 2;
+                if (yy < 0 || yy >= 32 || xx < 0 || xx >= 32) continue;
+                acc += double(xv[size_t(((n * 16 + c) * 32 + yy) * 32 + xx)]) *
+                       wv[size_t(((o * 16 + c) * 5 + a) * 5 + e)];
+              }
+          worst = std::max(worst, std::abs(acc - yv[size_t(((n * 16 + o) * 32 + i) * 32 + j)]));
+        }
+  BOOST_TEST(worst < 1e-3);
 }
 
 BOOST_AUTO_TEST_CASE(conv_errors_name_the_op) {
