@@ -132,6 +132,10 @@ int main(int argc, char** argv) {
     Tensor x = Tensor::empty({128, 32, 28, 28}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
     bench(dev, "conv 5x5 32->32 b128", x.conv2d(w), 2.0 * 128 * 32 * 24 * 24 * 32 * 25, "GFLOPS", repeat);
   }
+  {
+    Tensor x = Tensor::empty({128, 32, 24, 24}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
+    bench(dev, "conv 5x5 24->20 b128", x.conv2d(w), 2.0 * 128 * 32 * 20 * 20 * 32 * 25, "GFLOPS", repeat);
+  }
   const int64_t m = 16 << 20;
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);
   bench(dev, "elementwise 16M", ((a * b + a) * 0.5f).relu(), 3.0 * 4 * m, "GB/s", repeat);

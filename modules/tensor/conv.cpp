@@ -140,10 +140,10 @@ Tensor im2col(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, co
 }
 
 // The multiply-reduce over sliding windows plus bias: x (N, groups*Cin, *in), weight (Cout, Cin, *k),
-// shapes checked.
+// shapes checked. *cols_out: the stored window matrix when there was one for the whole batch.
 Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
                     const std::vector<int64_t>& s, const Pairs& pads, const std::vector<int64_t>& d,
-                    int64_t groups, std::string_view op) {
+                    int64_t groups, std::string_view op, Tensor* cols_out = nullptr) {
   int n = weight.ndim() - 2;
   int64_t bs = xin.shape()[0], cout = weight.shape()[0], cin = weight.shape()[1];
   Shape k(weight.shape().begin() + 2, weight.shape().end());
@@ -164,6 +164,7 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
       int64_t e = std::min(bs, b + fit);
       Tensor cols =
           im2col(fit < bs ? detail::shrink_axis(xin, 0, b, e) : xin, k, s, pads, d, groups, cout, op);
+      if (cols_out && fit >= bs) *cols_out = cols;
       Tensor y = detail::dot(weight.reshape(ws), cols, {}, false);  // (N, groups, Cout/groups, L)
       if (bias.defined()) y = y + bias.reshape({1, groups, cout / groups, 1});
       // in memory as (N, Cout, L): the kernel keeps L as one axis (a vector-wide tile), not 2-d windows
@@ -233,19 +234,24 @@ Tensor conv_input_grad(const Tensor& dy, const Tensor& w, const Shape& in, const
   return conv_windows(g, wt, Tensor(), std::vector<int64_t>(n, 1), p, d, groups, op);
 }
 
-// dw of a conv: every window of x times dy, summed over the batch and the output positions.
+// dw of a conv: every window of x times dy, summed over the batch and the output positions. cols_fwd: the
+// forward's window matrix of the whole batch, if it stored one (any layout): read again instead of storing
+// the windows a second time.
 Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const Shape& k, const std::vector<int64_t>& s,
-                        const Pairs& pads, const std::vector<int64_t>& d, int64_t groups,
-                        std::string_view op) {
+                        const Pairs& pads, const std::vector<int64_t>& d, int64_t groups, std::string_view op,
+                        const Tensor& cols_fwd) {
   int n = static_cast<int>(k.size());
   int64_t bs = x.shape()[0], cin = x.shape()[1] / groups, rcout = dy.shape()[1] / groups;
-  if (int64_t fit = env::CONV_IM2COL.value() / window_elems(x, k, s, pads, d); fit >= 1) {
+  int64_t fit = cols_fwd.defined() ? bs : env::CONV_IM2COL.value() / window_elems(x, k, s, pads, d);
+  if (fit >= 1) {
     // dw^T = cols @ dy^T, a matmul with the output channels contiguous (dy^T is a small copy), summed over
     // batch chunks whose window matrix fits
     Tensor r;  // (groups, rows, Cout/groups)
     for (int64_t b = 0; b < bs; b += fit) {
       int64_t e = std::min(bs, b + fit);
-      Tensor cols = im2col(detail::shrink_axis(x, 0, b, e), k, s, pads, d, groups, 0, op);  // row-major
+      Tensor cols = cols_fwd.defined()
+                        ? cols_fwd
+                        : im2col(detail::shrink_axis(x, 0, b, e), k, s, pads, d, groups, 0, op);
       int64_t rows = cols.shape()[2], l = cols.shape()[3];
       Tensor dyt = detail::shrink_axis(dy, 0, b, e).reshape({e - b, groups, rcout, l}).permute({0, 1, 3, 2});
       dyt = detail::matmul_layout(dyt, rows, true);
@@ -402,20 +408,25 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, Sizes stride, Padd
   // pooling of the layer before) is computed once into memory instead of once per read. Views of buffers
   // (the zero-stuffed input of a transposed conv) stay views.
   Tensor xin = computes(uop()) ? contiguous() : *this;
-  Tensor ret = conv_windows(xin, weight, bias, s, pads, d, groups, op);
+  Tensor cols;
+  Tensor ret = conv_windows(xin, weight, bias, s, pads, d, groups, op, &cols);
   bool grad = requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad());
   if (!grad || !ret.dtype().is_float()) return ret;
   // its own backward rule: dx and dw are conv-shaped kernels, not the derivative of the window view
   std::vector<UOpRef> inputs{xin.uop(), weight.uop()};
   if (bias.defined()) inputs.push_back(bias.uop());
+  UOpRef cols_uop = cols.defined() ? cols.uop() : nullptr;
   Shape in(shape().begin() + 2, shape().end());
   std::string dev = device(), name(op);
   CustomBackward back = [=](const UOpRef& g) {
     // dy feeds dx, dw and db, each reading it many times: computed once (it is the fused backward of the
     // layers after this one).
     Tensor dy = Tensor(g, dev).contiguous(), x(inputs[0], dev), w(inputs[1], dev);
-    std::vector<UOpRef> out{conv_input_grad(dy, w, in, s, pads, d, groups, name).cast(x.dtype()).uop(),
-                            conv_weight_grad(x, dy, k, s, pads, d, groups, name).cast(w.dtype()).uop()};
+    std::vector<UOpRef> out{
+        conv_input_grad(dy, w, in, s, pads, d, groups, name).cast(x.dtype()).uop(),
+        conv_weight_grad(x, dy, k, s, pads, d, groups, name, cols_uop ? Tensor(cols_uop, dev) : Tensor())
+            .cast(w.dtype())
+            .uop()};
     if (inputs.size() == 3) {
       Dims axes{0};
       for (int a = 0; a < n; a++) axes.push_back(2 + a);
