@@ -16,12 +16,16 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <boost/dll/library_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
+#include "codegen/lower.hpp"
 #include "common/test_support.hpp"
+#include "tensor/realize.hpp"
+#include "tensor/tensor.hpp"
 #include "tg/sdk/plugin.hpp"
 
 namespace {
@@ -441,6 +445,42 @@ void half_fma(void* const* bufs, const long long* vals, int core_id) {
       BOOST_TEST(desc.find("clang-") != std::string::npos, desc);
       BOOST_TEST(desc.find(std::to_string(caps.thread_count) + " threads") != std::string::npos, desc);
       BOOST_TEST(dev.synchronize().ok());
+    }
+  }
+}
+
+// Elementwise kernels keep their loops rolled (clang's unroller took most of their compile time); reduce
+// kernels, whose register tiles it speeds up, do not get the pragma. The rolled kernel still computes.
+BOOST_AUTO_TEST_CASE(elementwise_loops_stay_rolled) {
+  auto source_of = [](Device& dev, const tg::Tensor& t) {
+    std::vector<tg::ScheduleItemView> items = t.schedule();
+    BOOST_TEST_REQUIRE(items.size() == 1u);
+    tg::LinearProgram prog = tg::lower_kernel(items[0].ast, dev.renderer().caps());
+    std::vector<const tg::UOp*> view = prog.view();
+    Blob src;
+    BOOST_TEST_REQUIRE(dev.renderer().render(prog.name, view, src).ok());
+    return std::tuple{prog.name, std::string(src.text()), prog.launch_dims({})};
+  };
+  tg::Tensor a = tg::Tensor::empty({64, 1024}, tg::dtypes::float32, "INTERP");
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      Device& dev = device(p);
+      auto [ename, esrc, dims] = source_of(dev, (a * 2.0f + 1.0f).relu());
+      BOOST_TEST(esrc.find("#pragma clang loop unroll(disable)\n") != std::string::npos);
+      BOOST_TEST(esrc.find("unroll(disable)\n  for (") != std::string::npos, esrc);
+      std::string rsrc = std::get<1>(source_of(dev, a.sum(1)));
+      BOOST_TEST(rsrc.find("#pragma") == std::string::npos);
+      // 64 rows of 1024: x*2+1, relu; the kernel runs on its own tasks
+      auto prog = build(dev, ename.c_str(), esrc);
+      std::vector<float> in(64 * 1024), want(in.size());
+      for (size_t i = 0; i < in.size(); i++) {
+        in[i] = static_cast<float>(static_cast<int>(i % 37) - 18) * 0.25f;
+        want[i] = std::max(in[i] * 2.0f + 1.0f, 0.0f);
+      }
+      Buffer<float> out(dev, std::vector<float>(in.size(), -1.0f)), x(dev, in);
+      Handle bufs[] = {out.h, x.h};
+      BOOST_TEST_REQUIRE(prog->launch(bufs, {}, dims, true, nullptr).ok());
+      BOOST_TEST(out.read() == want, boost::test_tools::per_element());
     }
   }
 }
