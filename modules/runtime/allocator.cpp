@@ -35,7 +35,7 @@ sdk::Handle LruAllocator::alloc(size_t nbytes, const sdk::AllocOptions& opts) {
     if (found->second.empty()) by_key_.erase(found);
     sdk::Handle h = it->handle;
     lru_.erase(it);
-    cached_ -= nbytes, in_use_ += nbytes;
+    cached_ -= nbytes, in_use_ += nbytes, peak_ = std::max(peak_, in_use_);
     return h;
   }
   sdk::Handle h = nullptr;
@@ -50,7 +50,7 @@ sdk::Handle LruAllocator::alloc(size_t nbytes, const sdk::AllocOptions& opts) {
                                          name_, nbytes, in_use_, flushed, s.message()));
   }
   check(s, "alloc", fmt::format("{} allocating {} bytes", name_, nbytes));
-  in_use_ += nbytes;
+  in_use_ += nbytes, peak_ = std::max(peak_, in_use_);
   return h;
 }
 
@@ -110,6 +110,16 @@ size_t LruAllocator::cached_bytes() const {
 size_t LruAllocator::in_use_bytes() const {
   std::lock_guard lock(mu_);
   return in_use_;
+}
+
+size_t LruAllocator::peak_in_use_bytes() const {
+  std::lock_guard lock(mu_);
+  return peak_;
+}
+
+void LruAllocator::reset_peak() {
+  std::lock_guard lock(mu_);
+  peak_ = in_use_;
 }
 
 }  // namespace tg

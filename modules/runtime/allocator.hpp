@@ -39,6 +39,8 @@ class LruAllocator {
   size_t alignment() const { return raw_.alignment(); }
   size_t cached_bytes() const;
   size_t in_use_bytes() const;
+  size_t peak_in_use_bytes() const;  // the most in use at once since creation or reset_peak()
+  void reset_peak();
   size_t cache_limit() const { return limit_; }
   sdk::Allocator& raw() { return raw_; }
 
@@ -59,7 +61,7 @@ class LruAllocator {
   mutable std::mutex mu_;
   std::list<Entry> lru_;  // most recently freed first
   std::map<Key, std::vector<std::list<Entry>::iterator>> by_key_;
-  size_t cached_ = 0, in_use_ = 0;
+  size_t cached_ = 0, in_use_ = 0, peak_ = 0;
 };
 
 }  // namespace tg

@@ -13,6 +13,7 @@
 #include <thread>
 #include <typeinfo>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <dlfcn.h>
@@ -73,6 +74,9 @@ struct DeviceStorage {
   std::shared_ptr<Buffer> buf;
   ~DeviceStorage() { table().remove(id); }
 };
+
+// The storages a realize holds while it runs, by buffer id.
+using Keep = std::unordered_map<int64_t, std::shared_ptr<DeviceStorage>>;
 
 // The JIT's recorder on this thread, if a capture is active (CaptureScope).
 thread_local CaptureLog* active_capture = nullptr;
@@ -399,7 +403,7 @@ void log_launch(Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d, 
 }
 
 void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
-                std::vector<std::shared_ptr<DeviceStorage>>& keep, std::shared_ptr<const CompiledKernel> k) {
+                Keep& keep, std::shared_ptr<const CompiledKernel> k) {
   Device& dev = tg::device(buffer_device(*si.bufs.at(0)));
   if (!k) k = compile_kernel(dev, si, var_vals);
   const LoweredKernel& prog = k->lowered;
@@ -415,7 +419,7 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
       rec->buffer_ids.push_back(s->id), rec->buffers.push_back(s->buf), rec->holds.push_back(s);
       rec->written.push_back(a.written);
     }
-    keep.push_back(std::move(s));
+    keep.emplace(s->id, std::move(s));
   }
   std::vector<int64_t> vals;
   for (const std::string& name : prog.vars) {
@@ -434,7 +438,7 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
   if (env::DEBUG >= 2) log_launch(dev, *k, dims, vals, nbytes, seconds);
 }
 
-void run_copy(const ScheduleItem& si, std::vector<std::shared_ptr<DeviceStorage>>& keep) {
+void run_copy(const ScheduleItem& si, Keep& keep) {
   std::shared_ptr<DeviceStorage> dst = storage_for(*si.bufs.at(0)), src = storage_of(*si.bufs.at(1));
   std::vector<std::byte> bytes(src->buf->nbytes());
   src->buf->copyout(bytes);
@@ -445,7 +449,7 @@ void run_copy(const ScheduleItem& si, std::vector<std::shared_ptr<DeviceStorage>
     rec.buffer_ids = {dst->id, src->id}, rec.buffers = {dst->buf, src->buf}, rec.holds = {dst, src};
     rec.written = {true, false};
   }
-  keep.push_back(dst), keep.push_back(src);
+  keep.emplace(dst->id, dst), keep.emplace(src->id, src);
 }
 
 }  // namespace
@@ -488,7 +492,7 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
   std::vector<UOpRef> targets = realize_targets(roots);
   BecomesMap becomes;
   VarVals var_vals;
-  std::vector<std::shared_ptr<DeviceStorage>> keep;
+  Keep keep;
   if (!targets.empty()) {
     Timer t;
     RuntimeStats before = runtime_stats();
@@ -497,9 +501,21 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
     realize_times.schedule = t.seconds();
     count_stat(Stat::scheduled);
     std::vector<std::shared_ptr<const CompiledKernel>> built = precompile(items, var_vals);
+    // A buffer this schedule made for an intermediate is let go after the last item that uses it: the
+    // allocator's cache hands its memory to the next buffer of that size (memory already touched, a
+    // smaller peak). Outputs stay.
+    std::unordered_set<int64_t> outputs;
+    for (const UOpRef& target : targets)
+      if (auto it = becomes.find(target); it != becomes.end())
+        if (const UOp* b = whole_buffer(*it->second)) outputs.insert(buffer_id(*b));
+    std::unordered_map<int64_t, size_t> last_use;
     for (size_t i = 0; i < items.size(); i++)
-      items[i].is_copy() ? run_copy(items[i], keep)
-                         : run_kernel(items[i], var_vals, keep, std::move(built[i]));
+      for (const UOpRef& b : items[i].bufs) last_use[buffer_id(*b)] = i;
+    for (size_t i = 0; i < items.size(); i++) {
+      items[i].is_copy() ? run_copy(items[i], keep) : run_kernel(items[i], var_vals, keep, std::move(built[i]));
+      for (const UOpRef& b : items[i].bufs)
+        if (int64_t id = buffer_id(*b); last_use.at(id) == i && !outputs.contains(id)) keep.erase(id);
+    }
     if (env::DEBUG >= 1) {
       RuntimeStats after = runtime_stats();
       const RealizeTimes& r = realize_times;

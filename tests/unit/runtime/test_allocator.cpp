@@ -62,6 +62,13 @@ BOOST_AUTO_TEST_CASE(lru_reuses_buffers_of_the_same_size_and_options) {
   BOOST_TEST(b != a);
   BOOST_TEST(c != a);
   BOOST_TEST(lru.in_use_bytes() == 400u);
+  // the peak counts buffers handed out, not cached ones: 400 now; after a reset, the current use
+  BOOST_TEST(lru.peak_in_use_bytes() == 400u);
+  lru.free(c, 200);
+  lru.reset_peak();
+  BOOST_TEST(lru.peak_in_use_bytes() == 200u);
+  BOOST_TEST(lru.alloc(200) == c);
+  BOOST_TEST(lru.peak_in_use_bytes() == 400u);
 }
 
 BOOST_AUTO_TEST_CASE(lru_cache_is_bounded_and_evicts_the_oldest) {

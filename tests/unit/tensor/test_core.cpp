@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "helpers.hpp"
+#include "runtime/registry.hpp"
 
 using namespace tg;
 using tg::test::expect_error;
@@ -194,6 +195,22 @@ BOOST_AUTO_TEST_CASE(building_runs_nothing) {
   BOOST_TEST((b.uop()->op() == Ops::RESHAPE));
   BOOST_TEST((b.uop()->src(0)->op() == Ops::BUFFER));
   expect_exact<int32_t>(b, {4, 6, 8});
+}
+
+BOOST_AUTO_TEST_CASE(intermediates_are_released_after_their_last_use) {
+  // x -> a -> b -> c -> y, each stored, 1 MiB each. a is let go once b is written, so c takes a's memory
+  // and y takes b's: two new buffers in use at once, not four.
+  const int64_t n = int64_t{1} << 18;
+  Tensor x = Tensor::arange(n).cast(dtypes::float32).realize();
+  Tensor y = (((x + 1).contiguous() + 1).contiguous() + 1).contiguous() + 1;
+  LruAllocator& alloc = tg::device(x.device()).allocator();
+  alloc.reset_peak();
+  size_t before = alloc.in_use_bytes();
+  y.realize();
+  BOOST_TEST(alloc.peak_in_use_bytes() - before == 2 * static_cast<size_t>(n) * 4);
+  std::vector<float> got = y.to_vector<float>();
+  BOOST_TEST(got.front() == 4.0f);
+  BOOST_TEST(got.back() == static_cast<float>(n - 1 + 4));
 }
 
 BOOST_AUTO_TEST_CASE(lazy_graphs_keep_their_inputs) {
