@@ -402,8 +402,8 @@ void log_launch(Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d, 
   debug_log(2, "{}", line);
 }
 
-void run_kernel(const ScheduleItem& si, const VarVals& var_vals,
-                Keep& keep, std::shared_ptr<const CompiledKernel> k) {
+void run_kernel(const ScheduleItem& si, const VarVals& var_vals, Keep& keep,
+                std::shared_ptr<const CompiledKernel> k) {
   Device& dev = tg::device(buffer_device(*si.bufs.at(0)));
   if (!k) k = compile_kernel(dev, si, var_vals);
   const LoweredKernel& prog = k->lowered;
@@ -512,7 +512,8 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
     for (size_t i = 0; i < items.size(); i++)
       for (const UOpRef& b : items[i].bufs) last_use[buffer_id(*b)] = i;
     for (size_t i = 0; i < items.size(); i++) {
-      items[i].is_copy() ? run_copy(items[i], keep) : run_kernel(items[i], var_vals, keep, std::move(built[i]));
+      items[i].is_copy() ? run_copy(items[i], keep)
+                         : run_kernel(items[i], var_vals, keep, std::move(built[i]));
       for (const UOpRef& b : items[i].bufs)
         if (int64_t id = buffer_id(*b); last_use.at(id) == i && !outputs.contains(id)) keep.erase(id);
     }
