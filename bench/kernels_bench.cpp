@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   Device& dev = tg::device(device);
   fmt::print("{}: {}\n", dev.str(), dev.description());
   auto f32 = dtypes::float32;
-  for (int64_t n : {256, 512, 1024}) {
+  for (int64_t n : {256, 512, 1024, 2048}) {
     Tensor a = Tensor::empty({n, n}, f32, device), b = Tensor::empty({n, n}, f32, device);
     bench(dev, fmt::format("matmul {}", n).c_str(), a.matmul(b), 2.0 * n * n * n, "GFLOPS", repeat);
   }
