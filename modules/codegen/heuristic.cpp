@@ -20,8 +20,9 @@ constexpr int64_t kThreadWork = 65536;  // a kernel spreads over threads from th
 constexpr int64_t kMaxUpcast = 64;      // outputs (accumulators) per loop trip
 constexpr int64_t kMaxCpuUpcast = 256;  // on a CPU: 16 vectors of 16
 constexpr int64_t kSwapBytes = 4 << 20;  // reused inputs from this size leave the cache between outer trips
-constexpr int64_t kGroupOutputs = 2048;  // reduces with at most this many outputs are grouped
-constexpr int64_t kMaxLocal = 128;       // work items of a workgroup the heuristic makes
+constexpr int64_t kStripBytes = 256 << 10;  // ... and a strip of them up to this size stays in it
+constexpr int64_t kGroupOutputs = 2048;     // reduces with at most this many outputs are grouped
+constexpr int64_t kMaxLocal = 128;          // work items of a workgroup the heuristic makes
 
 // The stride of index expression idx along range r: idx(r=1) - idx(r=0) with every other range at 0; -1 when
 // it is not a constant (a variable, or div/mod that make it uneven).
@@ -231,13 +232,16 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
         break;
       }
   // A register tile over output axes o (outer) and c (contiguous, inner): with o's loop outside, every
-  // trip of it streams all of the buffers reused along o (a matmul's B) again. When those exceed the
-  // last-level cache the loops swap, so a strip of them stays cached while the other input streams.
+  // trip of it streams all of the buffers reused along o (a matmul's B) again. When those are big the loops
+  // swap, so one strip of them stays cached while the other input streams; only if a strip fits the
+  // per-core cache (a conv's dw with 64 output channels and a reduce over 32768 positions has strips of
+  // 2 MiB: swapped, it ran 1.6-1.8x slower than unswapped under BEAM).
   if (has_reduce && !caps.has_local && tiled == 2 && contiguous(static_cast<size_t>(opts[0].axis))) {
     int64_t c = opts[0].axis, o = opts[1].axis, big = 0;
     for (const Access& a : acc)
       if (!a.store && stride(a.idx, ranges[static_cast<size_t>(o)], ranges) == 0) big += a.bytes;
-    if (o < c && big >= kSwapBytes && size[static_cast<size_t>(o)] > 1 && size[static_cast<size_t>(c)] > 1) {
+    int64_t co = size[static_cast<size_t>(c)];  // strips of the reused buffers
+    if (o < c && big >= kSwapBytes && size[static_cast<size_t>(o)] > 1 && co > 1 && big / co <= kStripBytes) {
       opts.push_back({OptOps::SWAP, o, c});
       // The reduce loop then walks one cached strip: unrolled by 8, not 4 (AVX2, packed matmul: 1024^2
       // 152 -> 160 GFLOPS, 2048^2 126 -> 160; without the swap, 8 was slower).
