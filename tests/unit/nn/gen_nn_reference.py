@@ -279,6 +279,9 @@ grad["conv2d_s2_d2_g2"] = grads_of(lambda x, w, b: F.conv2d(x, w, b, stride=2, p
                                    rnd(2, 4, 9, 8), rnd(6, 2, 3, 2), rnd(6))
 grad["conv2d_asymmetric"] = grads_of(lambda x, w, b: F.conv2d(F.pad(x, (2, 1, 1, 0)), w, b, stride=(2, 1)),
                                      rnd(1, 3, 7, 6), rnd(4, 3, 3, 3), rnd(4))
+# stride and dilation 1: dx through the window matrix's gradient (col2im), with groups and a 3x4 kernel
+grad["conv2d_s1_g2"] = grads_of(lambda x, w, b: F.conv2d(x, w, b, stride=1, padding=(1, 2), groups=2),
+                                rnd(2, 4, 6, 7), rnd(6, 2, 3, 4), rnd(6))
 grad["conv2d_wide_pad_s3"] = grads_of(lambda x, w: F.conv2d(x, w, None, stride=3, padding=3),
                                       rnd(2, 2, 8, 7), rnd(3, 2, 2, 3))
 grad["conv1d_s2"] = grads_of(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), rnd(2, 3, 10), rnd(4, 3, 3),
