@@ -1,6 +1,6 @@
-// Kernel benchmark: the kernels the scheduler makes for matmul, a conv, an elementwise chain and a sum,
-// lowered without opts (NOOPT) and with the heuristic's, run on one device; prints GFLOPS / GB/s and the
-// ratio. Asserts nothing.
+// Kernel benchmark: the kernels the scheduler makes for matmul, convs, im2col copies, an elementwise chain
+// and a sum, lowered without opts (NOOPT) and with the heuristic's, run on one device; prints GFLOPS / GB/s
+// and the ratio. Asserts nothing.
 //   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING] [--opts U1:16,U0:4,R2:4,T0:2]
 // (DEBUG=4 prints the sources; --opts lowers the reduce kernels with these opts instead of the heuristic's)
 #include <algorithm>
@@ -135,6 +135,15 @@ int main(int argc, char** argv) {
   {
     Tensor x = Tensor::empty({128, 32, 24, 24}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
     bench(dev, "conv 5x5 24->20 b128", x.conv2d(w), 2.0 * 128 * 32 * 20 * 20 * 32 * 25, "GFLOPS", repeat);
+  }
+  {
+    // the window matrix of 5x5 windows over 24x24 inputs (the CNN's second conv, dw), stored row-major
+    // with the output axes merged first or after
+    Tensor x = Tensor::empty({26, 32, 24, 24}, f32, device);
+    Tensor w = x.pool({5, 5}, {1, 1}, {1, 1}, "im2col").permute({0, 1, 4, 5, 2, 3});
+    bench(dev, "im2col 5x5 merged", w.reshape({26, 800, 400}).contiguous(), 8.0 * 26 * 800 * 400, "GB/s",
+          repeat);
+    bench(dev, "im2col 5x5 rows", w.contiguous(), 8.0 * 26 * 800 * 400, "GB/s", repeat);
   }
   const int64_t m = 16 << 20;
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);
