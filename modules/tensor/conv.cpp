@@ -23,6 +23,10 @@ constexpr int64_t kStorePaddedMacs = int64_t{1} << 24;  // direct convs from thi
 
 int64_t ceildiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+bool any_padding(const Pairs& pads) {
+  return std::any_of(pads.begin(), pads.end(), [](const auto& p) { return p.first != 0 || p.second != 0; });
+}
+
 // The padding pairs for x's last pads.size() axes, zero for the leading ones.
 Tensor pad_spatial(const Tensor& x, const Pairs& pads, Number value = 0) {
   Pairs all(x.ndim() - pads.size(), {0, 0});
@@ -139,8 +143,7 @@ Tensor im2col(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, co
   Tensor view = w.permute(order).reshape(split);
   Tensor packed = detail::matmul_layout(view.reshape(merged), m, false);
   if (packed.uop() != view.reshape(merged).uop()) return packed;
-  bool padded =
-      std::any_of(pads.begin(), pads.end(), [](const auto& p) { return p.first != 0 || p.second != 0; });
+  bool padded = any_padding(pads);
   return padded ? view.reshape(merged).contiguous() : view.contiguous().reshape(merged);
 }
 
@@ -182,8 +185,7 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
   // times, and each read of the view tested its position against the border (the Fashion-MNIST CNN's 5x5
   // input gradient, padded by 4, ran at 64 GFLOPS; the same kernel without borders at 112). A small one
   // stays one kernel.
-  bool padded =
-      std::any_of(pads.begin(), pads.end(), [](const auto& p) { return p.first != 0 || p.second != 0; });
+  bool padded = any_padding(pads);
   int64_t macs = xin.numel() * cout;
   for (int64_t v : k) macs *= v;
   Tensor src = pad_spatial(xin, pads);

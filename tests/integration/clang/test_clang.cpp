@@ -16,7 +16,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include <boost/dll/library_info.hpp>
@@ -92,17 +91,42 @@ bool cpu_has_flag(const std::string& flag) {
   return false;
 }
 
-// What the clang driver resolves -march=native to, asked from the clang binary itself.
-std::string clang_native_cpu() {
-  FILE* p = popen("clang -### -march=native -c -x c /dev/null -o /dev/null 2>&1", "r");
-  if (p == nullptr) return "";
+// A shell command's output (stdout and stderr); *status gets its exit status, -1 when it could not start.
+std::string run_command(const std::string& cmd, int* status = nullptr) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) {
+    if (status) *status = -1;
+    return "";
+  }
   std::string out;
   for (char buf[4096]; size_t n = std::fread(buf, 1, sizeof buf, p);) out.append(buf, n);
-  pclose(p);
+  int st = pclose(p);
+  if (status) *status = st;
+  return out;
+}
+
+// What the clang driver resolves -march=native to, asked from the clang binary itself.
+std::string clang_native_cpu() {
+  std::string out = run_command("clang -### -march=native -c -x c /dev/null -o /dev/null");
   auto at = out.find("\"-target-cpu\" \"");
   if (at == std::string::npos) return "";
   at += std::strlen("\"-target-cpu\" \"");
   return out.substr(at, out.find('"', at) - at);
+}
+
+// The one kernel of t's schedule, lowered for dev's caps and rendered by its renderer.
+struct Rendered {
+  std::string name, source;
+  tg::sdk::LaunchDims dims;
+};
+Rendered render_one(Device& dev, const tg::Tensor& t) {
+  std::vector<tg::ScheduleItemView> items = t.schedule();
+  BOOST_TEST_REQUIRE(items.size() == 1u);
+  tg::LinearProgram prog = tg::lower_kernel(items[0].ast, dev.renderer().caps());
+  std::vector<const tg::UOp*> view = prog.view();
+  Blob src;
+  BOOST_TEST_REQUIRE(dev.renderer().render(prog.name, view, src).ok());
+  return {prog.name, std::string(src.text()), prog.launch_dims({})};
 }
 
 const std::string kAdd = R"(
@@ -452,23 +476,14 @@ void half_fma(void* const* bufs, const long long* vals, int core_id) {
 // Elementwise kernels keep their loops rolled (clang's unroller took most of their compile time); reduce
 // kernels, whose register tiles it speeds up, do not get the pragma. The rolled kernel still computes.
 BOOST_AUTO_TEST_CASE(elementwise_loops_stay_rolled) {
-  auto source_of = [](Device& dev, const tg::Tensor& t) {
-    std::vector<tg::ScheduleItemView> items = t.schedule();
-    BOOST_TEST_REQUIRE(items.size() == 1u);
-    tg::LinearProgram prog = tg::lower_kernel(items[0].ast, dev.renderer().caps());
-    std::vector<const tg::UOp*> view = prog.view();
-    Blob src;
-    BOOST_TEST_REQUIRE(dev.renderer().render(prog.name, view, src).ok());
-    return std::tuple{prog.name, std::string(src.text()), prog.launch_dims({})};
-  };
   tg::Tensor a = tg::Tensor::empty({64, 1024}, tg::dtypes::float32, "INTERP");
   for (Path p : paths()) {
     BOOST_TEST_CONTEXT(name(p)) {
       Device& dev = device(p);
-      auto [ename, esrc, dims] = source_of(dev, (a * 2.0f + 1.0f).relu());
+      auto [ename, esrc, dims] = render_one(dev, (a * 2.0f + 1.0f).relu());
       BOOST_TEST(esrc.find("#pragma clang loop unroll(disable)\n") != std::string::npos);
       BOOST_TEST(esrc.find("unroll(disable)\n  for (") != std::string::npos, esrc);
-      std::string rsrc = std::get<1>(source_of(dev, a.sum(1)));
+      std::string rsrc = render_one(dev, a.sum(1)).source;
       BOOST_TEST(rsrc.find("#pragma") == std::string::npos);
       // 64 rows of 1024: x*2+1, relu; the kernel runs on its own tasks
       auto prog = build(dev, ename.c_str(), esrc);
@@ -496,25 +511,18 @@ BOOST_AUTO_TEST_CASE(transcendentals_vectorize) {
   for (const char* op : {"exp2", "log2", "sin"}) {
     BOOST_TEST_CONTEXT(op) {
       tg::Tensor y = std::string(op) == "exp2" ? a.exp2() : std::string(op) == "log2" ? a.log2() : a.sin();
-      std::vector<tg::ScheduleItemView> items = y.schedule();
-      BOOST_TEST_REQUIRE(items.size() == 1u);
-      tg::LinearProgram prog = tg::lower_kernel(items[0].ast, dev.renderer().caps());
-      std::vector<const tg::UOp*> view = prog.view();
-      Blob src;
-      BOOST_TEST_REQUIRE(dev.renderer().render(prog.name, view, src).ok());
+      std::string src = render_one(dev, y).source;
       std::filesystem::path dir =
           std::filesystem::temp_directory_path() / ("tg_vec_" + std::to_string(getpid()));
       std::filesystem::create_directories(dir);
-      std::ofstream(dir / "k.c") << src.text();
-      std::string cmd =
+      std::ofstream(dir / "k.c") << src;
+      std::string cmd =  // the flags of base_flags() in plugins/clang/compiler.cpp
           "clang -O2 -march=native -mprefer-vector-width=512 -fPIC -ffp-contract=off -fwrapv "
           "-fno-math-errno -nostdinc -S -o - " +
-          (dir / "k.c").string() + " 2>&1";
-      FILE* p = popen(cmd.c_str(), "r");
-      BOOST_TEST_REQUIRE(p != nullptr);
-      std::string asm_text;
-      for (char buf[4096]; size_t n = std::fread(buf, 1, sizeof buf, p);) asm_text.append(buf, n);
-      BOOST_TEST(pclose(p) == 0, asm_text.substr(0, 2000));
+          (dir / "k.c").string();
+      int status = 0;
+      std::string asm_text = run_command(cmd, &status);
+      BOOST_TEST(status == 0, asm_text.substr(0, 2000));
       std::filesystem::remove_all(dir);
       size_t packed = 0;
       for (const char* ins : {"vfmadd", "vmulps", "vaddps", "vsubps", "vcvtdq2ps", "vcvttps2dq", "vpand"})
