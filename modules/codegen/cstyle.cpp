@@ -2,12 +2,12 @@
 #include "tg/sdk/cstyle.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/args.h>
 #include <fmt/format.h>
@@ -88,10 +88,32 @@ void CStyleRenderer::set_op_format(Ops op, std::string format) {
   op_fmt_[static_cast<size_t>(op)] = std::move(format);
 }
 
+namespace {
+
+// Keys of the per-dtype formats: op << 8 | vector << 7 | scalar.
+uint32_t format_key(Ops op, Scalar result, bool vector) {
+  return static_cast<uint32_t>(op) << 8 | (vector ? 0x80u : 0u) | static_cast<uint32_t>(result);
+}
+
+void put_format(std::vector<std::pair<uint32_t, std::string>>& table, uint32_t key, std::string format) {
+  std::erase_if(table, [&](const auto& e) { return e.first == key; });
+  table.emplace_back(key, std::move(format));
+}
+
+const std::string* find_format(const std::vector<std::pair<uint32_t, std::string>>& table, uint32_t key) {
+  for (const auto& [k, f] : table)
+    if (k == key) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
 void CStyleRenderer::set_op_format(Ops op, Scalar result, std::string format) {
-  uint32_t key = static_cast<uint32_t>(op) << 8 | static_cast<uint32_t>(result);
-  std::erase_if(op_fmt_typed_, [&](const auto& e) { return e.first == key; });
-  op_fmt_typed_.emplace_back(key, std::move(format));
+  put_format(op_fmt_typed_, format_key(op, result, false), std::move(format));
+}
+
+void CStyleRenderer::set_vector_op_format(Ops op, Scalar result, std::string format) {
+  put_format(op_fmt_typed_, format_key(op, result, true), std::move(format));
 }
 
 void CStyleRenderer::set_type_name(Scalar s, std::string name) {
@@ -99,10 +121,14 @@ void CStyleRenderer::set_type_name(Scalar s, std::string name) {
 }
 
 const std::string& CStyleRenderer::op_format(Ops op, Scalar result) const {
-  uint32_t key = static_cast<uint32_t>(op) << 8 | static_cast<uint32_t>(result);
-  for (const auto& [k, f] : op_fmt_typed_)
-    if (k == key) return f;
-  return op_fmt_[static_cast<size_t>(op)];
+  const std::string* f = find_format(op_fmt_typed_, format_key(op, result, false));
+  return f ? *f : op_fmt_[static_cast<size_t>(op)];
+}
+
+const std::string& CStyleRenderer::op_format(Ops op, DType result) const {
+  const std::string* f =
+      result.count() > 1 ? find_format(op_fmt_typed_, format_key(op, result.scalar(), true)) : nullptr;
+  return f ? *f : op_format(op, result.scalar());
 }
 
 std::string CStyleRenderer::type_name(DType d) const {
@@ -404,7 +430,7 @@ std::string CStyleRenderer::render_source(std::string_view name, std::span<const
         if (!group::ALU.contains(u->op()))
           throw NotSupportedError(
               "render", fmt::format("the '{}' renderer cannot print {}", caps_.dialect, op_name(u->op())));
-        const std::string& f = op_format(u->op(), u->dtype().scalar());
+        const std::string& f = op_format(u->op(), u->dtype());
         if (f.empty())
           throw NotSupportedError("render", fmt::format("the '{}' renderer has no format for {} on {}",
                                                         caps_.dialect, op_name(u->op()), u->dtype().str()));
@@ -451,6 +477,9 @@ CDialect::CDialect(const RendererCaps& caps) : CStyleRenderer(caps) {
   // MULACC on float32/float64 is fused (one rounding); other dtypes keep the table's a*b+c.
   set_op_format(Ops::MULACC, Scalar::FLOAT32, "__builtin_fmaf({0}, {1}, {2})");
   set_op_format(Ops::MULACC, Scalar::FLOAT64, "__builtin_fma({0}, {1}, {2})");
+  // Vectors: a helper per type (render_kernel) fusing lane by lane, which clang makes one vector fma.
+  set_vector_op_format(Ops::MULACC, Scalar::FLOAT32, "tg_fma_{t}({0}, {1}, {2})");
+  set_vector_op_format(Ops::MULACC, Scalar::FLOAT64, "tg_fma_{t}({0}, {1}, {2})");
   // C computes char/short in int: narrow results that can leave the type's range again, so a value
   // inlined into a wider expression (a compare, a division, a cast) has wrapped like everywhere else.
   for (Scalar s : {Scalar::INT8, Scalar::UINT8, Scalar::INT16, Scalar::UINT16})
@@ -473,10 +502,25 @@ std::string CDialect::render_special(const UOp& special) const {
 
 std::string CDialect::render_kernel(const CKernel& k) const {
   std::string out;
+  // Vectors aligned as their elements: a vector access may start at any element of a buffer.
   for (DType v : k.vector_types) {
     DType s = v.scalar_type();
     out += fmt::format("typedef {} {} __attribute__((aligned({}),ext_vector_type({})));\n", type_name(s),
-                       type_name(v), std::bit_floor(v.itemsize()), v.count());
+                       type_name(v), s.itemsize(), v.count());
+  }
+  // The fma helpers are internal and inlined: wide vector arguments change no ABI that matters.
+  bool helpers = false;
+  for (DType v : k.vector_types) {
+    if (v.scalar() != Scalar::FLOAT32 && v.scalar() != Scalar::FLOAT64) continue;
+    if (!std::exchange(helpers, true)) out += "#pragma clang diagnostic ignored \"-Wpsabi\"\n";
+    std::vector<std::string> lanes;
+    for (int i = 0; i < v.count(); i++)
+      lanes.push_back(fmt::format("{}(a[{}], b[{}], c[{}])",
+                                  v.scalar() == Scalar::FLOAT32 ? "__builtin_fmaf" : "__builtin_fma", i, i,
+                                  i));
+    std::string t = type_name(v);
+    out += fmt::format("static inline {0} tg_fma_{0}({0} a, {0} b, {0} c) {{ return ({0}){{{1}}}; }}\n", t,
+                       fmt::join(lanes, ", "));
   }
   // The body takes the buffers as restrict parameters (compilers ignore restrict on locals), so the
   // unrolled copies of a statement can be packed into vectors; the entry point only unpacks bufs.

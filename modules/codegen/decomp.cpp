@@ -111,14 +111,13 @@ PatternMatcher decompositions(const sdk::RendererCaps& caps) {
 PatternMatcher form_mulacc(const sdk::RendererCaps& caps) {
   std::vector<Rule> rules;
   if (!native_op(caps, Ops::MULACC)) return PatternMatcher(std::move(rules));
-  // a*b+c -> fma(a, b, c), one rounding: scalar float32 only. Narrow floats stay a*b+c in their type (a
-  // float32 fma rounded to half is not a half fma); float64 too (a device without a fused double fma, as
-  // Vulkan's fma() may be, could not match). The MUL keeps its other users.
+  // a*b+c -> fma(a, b, c), one rounding: float32 and its vectors (fused lane by lane). Narrow floats stay
+  // a*b+c in their type (a float32 fma rounded to half is not a half fma); float64 too (a device without a
+  // fused double fma, as Vulkan's fma() may be, could not match). The MUL keeps its other users.
   UPat mul = UPat(Ops::MUL, std::vector<UPat>{UPat::var("a"), UPat::var("b")});
   UPat add =
       UPat(OpSet{Ops::ADD}, dtypes::float32, std::vector<UPat>{mul, UPat::var("c")}, std::nullopt, "x");
   rules.push_back({add.permuted(), [](Match& m) -> UOpRef {
-                     if (m.root()->dtype().count() != 1) return nullptr;
                      return UOp::make(Ops::MULACC, m.root()->dtype(), {m["a"], m["b"], m["c"]});
                    }});
   return PatternMatcher(std::move(rules));

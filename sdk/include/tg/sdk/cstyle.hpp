@@ -55,8 +55,11 @@ class CStyleRenderer : public Renderer {
   // (keyed by the result's scalar type) wins over the general one.
   void set_op_format(Ops op, std::string format);
   void set_op_format(Ops op, Scalar result, std::string format);
+  // For vector results of that scalar type only (e.g. a vector fma helper); wins over the scalar form.
+  void set_vector_op_format(Ops op, Scalar result, std::string format);
   void set_type_name(Scalar s, std::string name);
   const std::string& op_format(Ops op, Scalar result) const;  // empty when the op has no format
+  const std::string& op_format(Ops op, DType result) const;   // the vector form first for vectors
 
  protected:
   // ---- dialect hooks ----
@@ -77,7 +80,8 @@ class CStyleRenderer : public Renderer {
   virtual std::string barrier() const;
   // A LOAD's expression / a STORE's statement for element `off` of buffer `b` (`buf` is its DEFINE_GLOBAL,
   // DEFINE_LOCAL or DEFINE_REG). Empty (the default) = the C form; languages without pointers override them.
-  virtual std::string render_load(const UOp& buf, const std::string& b, const std::string& off, DType value) const;
+  virtual std::string render_load(const UOp& buf, const std::string& b, const std::string& off,
+                                  DType value) const;
   virtual std::string render_store(const UOp& buf, const std::string& b, const std::string& off,
                                    const std::string& x) const;
   // The whole source from its parts. Default: "void NAME(T* data0, ..., const int n) { body }".
@@ -87,7 +91,7 @@ class CStyleRenderer : public Renderer {
 
  private:
   std::array<std::string, kOpsCount> op_fmt_;
-  std::vector<std::pair<uint32_t, std::string>> op_fmt_typed_;  // (op << 8 | scalar, format)
+  std::vector<std::pair<uint32_t, std::string>> op_fmt_typed_;  // (op << 8 | vector << 7 | scalar, format)
   std::array<std::string, kScalarCount> type_names_;
 };
 
