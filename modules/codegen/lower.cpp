@@ -136,7 +136,8 @@ UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const Lo
   s = codegen::add_local_ids(s, caps);
   s = codegen::split_ends(s);
   s = codegen::reduce_to_acc(s);
-  s = codegen::expand_upcasts(s);
+  // Explicit vectors on CPU-style renderers; workgroup renderers keep scalar lanes.
+  s = codegen::expand_upcasts(s, caps.has_local ? 1 : caps.max_vector_width);
   s = codegen::merge_ends(s);
   s = codegen::add_gpudims(s, caps);
   s = graph_rewrite(s, symbolic(), nullptr, {.name = "symbolic"});

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <boost/dll/library_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
@@ -127,6 +128,33 @@ Rendered render_one(Device& dev, const tg::Tensor& t) {
   Blob src;
   BOOST_TEST_REQUIRE(dev.renderer().render(prog.name, view, src).ok());
   return {prog.name, std::string(src.text()), prog.launch_dims({})};
+}
+
+// The assembly clang makes of a rendered kernel with the plugin's flags (base_flags() in
+// plugins/clang/compiler.cpp).
+std::string assembly(const std::string& src) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("tg_vec_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "k.c") << src;
+  std::string cmd =
+      "clang -O2 -march=native -mprefer-vector-width=512 -fPIC -ffp-contract=off -fwrapv -fno-math-errno "
+      "-nostdinc -S -o - " +
+      (dir / "k.c").string();
+  int status = 0;
+  std::string text = run_command(cmd, &status);
+  BOOST_TEST(status == 0, text.substr(0, 2000));
+  std::filesystem::remove_all(dir);
+  return text;
+}
+
+// Instructions starting with `ins` whose operands name register class `reg` ("%ymm").
+size_t count_on(const std::string& asm_text, const std::string& ins, const std::string& reg) {
+  size_t n = 0;
+  for (size_t at = asm_text.find(ins); at != std::string::npos; at = asm_text.find(ins, at + 1)) {
+    size_t eol = asm_text.find('\n', at);
+    if (asm_text.substr(at, eol - at).find(reg) != std::string::npos) n++;
+  }
+  return n;
 }
 
 const std::string kAdd = R"(
@@ -484,7 +512,7 @@ BOOST_AUTO_TEST_CASE(elementwise_loops_stay_rolled) {
       BOOST_TEST(esrc.find("#pragma clang loop unroll(disable)\n") != std::string::npos);
       BOOST_TEST(esrc.find("unroll(disable)\n  for (") != std::string::npos, esrc);
       std::string rsrc = render_one(dev, a.sum(1)).source;
-      BOOST_TEST(rsrc.find("#pragma") == std::string::npos);
+      BOOST_TEST(rsrc.find("#pragma clang loop") == std::string::npos);
       // 64 rows of 1024: x*2+1, relu; the kernel runs on its own tasks
       auto prog = build(dev, ename.c_str(), esrc);
       std::vector<float> in(64 * 1024), want(in.size());
@@ -511,27 +539,41 @@ BOOST_AUTO_TEST_CASE(transcendentals_vectorize) {
   for (const char* op : {"exp2", "log2", "sin"}) {
     BOOST_TEST_CONTEXT(op) {
       tg::Tensor y = std::string(op) == "exp2" ? a.exp2() : std::string(op) == "log2" ? a.log2() : a.sin();
-      std::string src = render_one(dev, y).source;
-      std::filesystem::path dir =
-          std::filesystem::temp_directory_path() / ("tg_vec_" + std::to_string(getpid()));
-      std::filesystem::create_directories(dir);
-      std::ofstream(dir / "k.c") << src;
-      std::string cmd =  // the flags of base_flags() in plugins/clang/compiler.cpp
-          "clang -O2 -march=native -mprefer-vector-width=512 -fPIC -ffp-contract=off -fwrapv "
-          "-fno-math-errno -nostdinc -S -o - " +
-          (dir / "k.c").string();
-      int status = 0;
-      std::string asm_text = run_command(cmd, &status);
-      BOOST_TEST(status == 0, asm_text.substr(0, 2000));
-      std::filesystem::remove_all(dir);
+      std::string asm_text = assembly(render_one(dev, y).source);
       size_t packed = 0;
       for (const char* ins : {"vfmadd", "vmulps", "vaddps", "vsubps", "vcvtdq2ps", "vcvttps2dq", "vpand"})
-        for (size_t at = asm_text.find(ins); at != std::string::npos; at = asm_text.find(ins, at + 1)) {
-          size_t eol = asm_text.find('\n', at);
-          if (asm_text.substr(at, eol - at).find(reg) != std::string::npos) packed++;
-        }
+        packed += count_on(asm_text, ins, reg);
       BOOST_TEST(packed >= 8u, "packed ops on " << reg << ": " << packed);
       BOOST_TEST(asm_text.find("call") == std::string::npos);
     }
   }
+}
+
+// A matmul's register tile is written with explicit vectors of this CPU's width: b's rows and the
+// accumulators as floatN, products summed by the fused tg_fma helper, which clang turns into vfmadd on
+// full-width registers. The kernel computes a 64x64 product of small integers exactly.
+BOOST_AUTO_TEST_CASE(matmul_uses_explicit_vectors) {
+  Device& dev = device(paths().front());
+  uint32_t lanes = dev.renderer().caps().max_vector_width;
+  std::string reg = lanes >= 16 ? "%zmm" : lanes == 8 ? "%ymm" : "%xmm", vec = fmt::format("float{}", lanes);
+  const int64_t n = 64;
+  tg::Tensor a = tg::Tensor::empty({n, n}, tg::dtypes::float32, "INTERP"),
+             b = tg::Tensor::empty({n, n}, tg::dtypes::float32, "INTERP");
+  Rendered k = render_one(dev, a.matmul(b));
+  BOOST_TEST(k.source.find("typedef float " + vec + " ") != std::string::npos, k.source);
+  BOOST_TEST(k.source.find("tg_fma_" + vec + "(") != std::string::npos, k.source);
+  BOOST_TEST(k.source.find("(*((" + vec + "*)(data2") != std::string::npos, k.source);
+  BOOST_TEST(k.source.find("(*((" + vec + "*)(acc0") != std::string::npos, k.source);
+  std::string asm_text = assembly(k.source);
+  BOOST_TEST(count_on(asm_text, "vfmadd", reg) >= 8u, asm_text.substr(0, 4000));
+  std::vector<float> x(n * n), want(n * n, 0.0f);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(static_cast<int>(i * 7 % 11) - 5);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t r = 0; r < n; r++) want[i * n + j] += x[i * n + r] * x[r * n + j];
+  auto prog = build(dev, k.name.c_str(), k.source);
+  Buffer<float> out(dev, std::vector<float>(x.size(), -1.0f)), xa(dev, x), xb(dev, x);
+  Handle bufs[] = {out.h, xa.h, xb.h};
+  BOOST_TEST_REQUIRE(prog->launch(bufs, {}, k.dims, true, nullptr).ok());
+  BOOST_TEST(out.read() == want, boost::test_tools::per_element());
 }

@@ -113,6 +113,54 @@ BOOST_AUTO_TEST_CASE(reduce_to_accumulator) {
   for (int i = 0; i < 4; i++) BOOST_TEST(out[i] == 64 * i + 28);
 }
 
+// A CPU target (no workgroups) writes UPCAST lanes as explicit vectors of at most its width. A 4 x 32
+// matmul with rows upcast by 2, columns by 16 (two chunks of 8 lanes) and k unrolled by 4: b's row pieces
+// and the output are float8 loads and stores, the accumulators are read and written as float8, a's values
+// are broadcast, and each product-and-add is one float8 MULACC. Rows (stride k in a) stay scalar lanes.
+// A workgroup target keeps scalar lanes. Both give the exact sums of small integers.
+BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
+  const int64_t m = 4, n = 32, k = 8;
+  std::vector<float> a = ints(m * k, 7), b = ints(k * n, 5, 3);
+  std::vector<Opt> opts{{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 2, 4}};
+  sdk::RendererCaps cpu = cpu_caps();
+  cpu.max_vector_width = 8;
+  auto widest = [](const LinearProgram& p) {
+    int w = 1;
+    for (const UOpRef& u : p.uops)
+      if (!u->dtype().is_ptr()) w = std::max(w, static_cast<int>(u->dtype().count()));
+    return w;
+  };
+  auto count = [](const LinearProgram& p, Ops op, std::function<bool(const UOp&)> f) {
+    return std::count_if(p.uops.begin(), p.uops.end(),
+                         [&](const UOpRef& u) { return u->op() == op && f(*u); });
+  };
+  DType f8 = dtypes::float32.vec(8);
+  auto global = [](int64_t i) {
+    return [i](const UOp& u) {
+      const UOp* b = u.src(0)->src(0).get();
+      return b->op() == Ops::DEFINE_GLOBAL && b->arg_as<int64_t>() == i;
+    };
+  };
+  LinearProgram v = lower_kernel(matmul_ast(m, n, k), cpu, {.opts = opts});
+  BOOST_TEST(widest(v) == 8, v.str());
+  // b: 4 unrolled k x 2 chunks; out: 2 rows x 2 chunks; a: scalar loads only
+  BOOST_TEST(count(v, Ops::LOAD, [&](const UOp& u) { return u.dtype() == f8 && global(2)(u); }) == 8,
+             v.str());
+  BOOST_TEST(count(v, Ops::STORE, [&](const UOp& u) { return u.src(1)->dtype() == f8 && global(0)(u); }) ==
+             4);
+  BOOST_TEST(count(v, Ops::LOAD, [&](const UOp& u) { return u.dtype().count() > 1 && global(1)(u); }) == 0);
+  // 2 rows x 2 chunks x 4 k, each a vector fma onto the accumulator
+  BOOST_TEST(count(v, Ops::MULACC, [&](const UOp& u) { return u.dtype() == f8; }) == 16, v.str());
+  LinearProgram s = lower_kernel(matmul_ast(m, n, k), interp::interp_caps(), {.opts = opts});
+  BOOST_TEST(widest(s) == 1, s.str());
+  for (const LinearProgram* p : {&v, &s}) {
+    std::vector<std::vector<std::byte>> bufs{bytes(std::vector<float>(m * n, -1.0f)), bytes(a), bytes(b)};
+    run_interp(*p, bufs);
+    std::vector<float> got = values<float>(bufs[0]), want = matmul_ref(a, b, m, n, k);
+    BOOST_TEST(got == want, boost::test_tools::per_element());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(padded_load_does_not_touch_memory) {
   // out[i] = 1 <= i < 5 ? x[i-1] : 0 for i < 6: a 4-vector padded by one on each side
   UOpRef r = range(6, 0);
