@@ -327,6 +327,30 @@ BOOST_AUTO_TEST_CASE(heuristic_conv_width_20) {
   check_opts(ast, {bytes(std::vector<float>(8 * 400)), bytes(iv), bytes(wv)}, bytes(out), want);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_conv_width_24) {
+  // The same conv with output 8 x 24 x 24 (input 26 wide): x's divisors give one vector on 8 lanes, less
+  // than the two a tile wants, so x is upcast whole (three vectors) and co by 4, a 24 x 4 tile that loads 7
+  // values per 12 fmas (an 8 x 8 tile loads 9 per 8). On 16 lanes x (24) is two vectors, co gets eight rows.
+  // 82944 loop trips: split over the two tasks.
+  UOpRef co = range(8, 0), y = range(24, 1), x = range(24, 2);
+  UOpRef ci = range(2, 3, AxisType::REDUCE), ky = range(3, 4, AxisType::REDUCE),
+         kx = range(3, 5, AxisType::REDUCE);
+  UOpRef in = glob(1, dtypes::float32, 2 * 26 * 26), w = glob(2, dtypes::float32, 8 * 2 * 3 * 3);
+  UOpRef v = reduce(load(in, ci * idx(676) + (y + ky) * idx(26) + x + kx) *
+                        load(w, co * idx(18) + ci * idx(9) + ky * idx(3) + kx),
+                    {ci, ky, kx}, Ops::ADD);
+  UOpRef ast = UOp::sink(
+      {end(store(glob(0, dtypes::float32, 8 * 576), co * idx(576) + y * idx(24) + x, v), {co, y, x})});
+  sdk::RendererCaps avx2 = c_caps();
+  avx2.max_vector_width = 8;
+  std::vector<Opt> want{
+      {OptOps::UPCAST, 2, 24}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 5, 3}, {OptOps::THREAD, 0, 2}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, avx2)) == opts_str(want));
+  std::vector<Opt> want16{
+      {OptOps::UPCAST, 2, 24}, {OptOps::UPCAST, 0, 8}, {OptOps::UNROLL, 5, 3}, {OptOps::THREAD, 1, 2}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want16));
+}
+
 BOOST_AUTO_TEST_CASE(heuristic_strip_sum) {
   // out[c, l] = sum_m x[c, m, l] for 16 x 256 x 64 (a split sum's partials): every load is contiguous along
   // l, so all 64 lanes are upcast (eight vectors of accumulators fed by contiguous loads); m unrolled by 4.
