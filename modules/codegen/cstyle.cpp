@@ -7,7 +7,6 @@
 #include <cstring>
 #include <limits>
 #include <unordered_map>
-#include <utility>
 
 #include <fmt/args.h>
 #include <fmt/format.h>
@@ -502,23 +501,19 @@ std::string CDialect::render_special(const UOp& special) const {
 
 std::string CDialect::render_kernel(const CKernel& k) const {
   std::string out;
-  // Vectors aligned as their elements: a vector access may start at any element of a buffer.
+  // Vectors aligned as their elements (a vector access may start at any element of a buffer), and a fused
+  // multiply-add helper per float vector type. The helpers are internal and inlined: wide vector arguments
+  // change no ABI that matters.
+  if (!k.vector_types.empty()) out += "#pragma clang diagnostic ignored \"-Wpsabi\"\n";
   for (DType v : k.vector_types) {
     DType s = v.scalar_type();
-    out += fmt::format("typedef {} {} __attribute__((aligned({}),ext_vector_type({})));\n", type_name(s),
-                       type_name(v), s.itemsize(), v.count());
-  }
-  // The fma helpers are internal and inlined: wide vector arguments change no ABI that matters.
-  bool helpers = false;
-  for (DType v : k.vector_types) {
-    if (v.scalar() != Scalar::FLOAT32 && v.scalar() != Scalar::FLOAT64) continue;
-    if (!std::exchange(helpers, true)) out += "#pragma clang diagnostic ignored \"-Wpsabi\"\n";
-    std::vector<std::string> lanes;
-    for (int i = 0; i < v.count(); i++)
-      lanes.push_back(fmt::format("{}(a[{}], b[{}], c[{}])",
-                                  v.scalar() == Scalar::FLOAT32 ? "__builtin_fmaf" : "__builtin_fma", i, i,
-                                  i));
     std::string t = type_name(v);
+    out += fmt::format("typedef {} {} __attribute__((aligned({}),ext_vector_type({})));\n", type_name(s), t,
+                       s.itemsize(), v.count());
+    if (v.scalar() != Scalar::FLOAT32 && v.scalar() != Scalar::FLOAT64) continue;
+    const char* fma = v.scalar() == Scalar::FLOAT32 ? "__builtin_fmaf" : "__builtin_fma";
+    std::vector<std::string> lanes;
+    for (int i = 0; i < v.count(); i++) lanes.push_back(fmt::format("{}(a[{}], b[{}], c[{}])", fma, i, i, i));
     out += fmt::format("static inline {0} tg_fma_{0}({0} a, {0} b, {0} c) {{ return ({0}){{{1}}}; }}\n", t,
                        fmt::join(lanes, ", "));
   }

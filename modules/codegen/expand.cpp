@@ -23,28 +23,13 @@ struct Lanes {
   std::vector<UOpRef> scalar;
 };
 
-// Element types a lane group can load, store and convert as one vector (no bool or half: C has no vectors
-// of them here); arithmetic is vectorized for float32 and float64 only.
-bool memory_dtype(DType d) {
-  if (d.count() != 1 || d.is_ptr()) return false;
-  switch (d.scalar()) {
-    case Scalar::INT8:
-    case Scalar::UINT8:
-    case Scalar::INT16:
-    case Scalar::UINT16:
-    case Scalar::INT32:
-    case Scalar::UINT32:
-    case Scalar::INT64:
-    case Scalar::UINT64:
-    case Scalar::FLOAT32:
-    case Scalar::FLOAT64:
-      return true;
-    default:
-      return false;
-  }
-}
+// Element types a lane group can load, store and convert as one vector: ints and float32/float64 (no bool or
+// half: C has no vectors of them here). Arithmetic is vectorized for float32 and float64 only.
 bool arith_dtype(DType d) {
   return d.count() == 1 && !d.is_ptr() && (d.scalar() == Scalar::FLOAT32 || d.scalar() == Scalar::FLOAT64);
+}
+bool memory_dtype(DType d) {
+  return arith_dtype(d) || (d.count() == 1 && !d.is_ptr() && d.is_int() && d.scalar() != Scalar::INDEX);
 }
 
 class Chunk {
@@ -197,7 +182,8 @@ std::vector<size_t> chunk_widths(int64_t n, uint32_t width) {
   return out;
 }
 
-UOpRef expand_end(Match& m, uint32_t width) {
+UOpRef expand_end(Match& m) {
+  uint32_t width = m.ctx<uint32_t>();
   const UOpRef& e = m.root();
   if (e->src().size() != 2 || e->src(1)->op() != Ops::RANGE) return nullptr;
   const UOp* r = e->src(1).get();
@@ -221,9 +207,8 @@ UOpRef expand_end(Match& m, uint32_t width) {
 }  // namespace
 
 UOpRef expand_upcasts(const UOpRef& sink, uint32_t vector_width) {
-  PatternMatcher pm{{UPat(Ops::END, std::nullopt, std::nullopt, "e"),
-                     [vector_width](Match& m) { return expand_end(m, vector_width); }}};
-  return graph_rewrite(sink, pm, nullptr, {.name = "expand upcasts"});
+  static const PatternMatcher pm{{UPat(Ops::END, std::nullopt, std::nullopt, "e"), expand_end}};
+  return graph_rewrite(sink, pm, vector_width, {.name = "expand upcasts"});
 }
 
 }  // namespace tg::codegen

@@ -11,9 +11,10 @@ using namespace tgtest;
 
 namespace {
 
-size_t count_op(const LinearProgram& p, Ops op) {
-  return static_cast<size_t>(
-      std::count_if(p.uops.begin(), p.uops.end(), [&](const UOpRef& u) { return u->op() == op; }));
+// UOps of op in p (those that `f` also accepts, when given).
+size_t count_op(const LinearProgram& p, Ops op, const std::function<bool(const UOp&)>& f = {}) {
+  return static_cast<size_t>(std::count_if(p.uops.begin(), p.uops.end(),
+                                           [&](const UOpRef& u) { return u->op() == op && (!f || f(*u)); }));
 }
 size_t pos_of(const LinearProgram& p, const std::function<bool(const UOp&)>& f) {
   for (size_t i = 0; i < p.uops.size(); i++)
@@ -130,10 +131,6 @@ BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
       if (!u->dtype().is_ptr()) w = std::max(w, static_cast<int>(u->dtype().count()));
     return w;
   };
-  auto count = [](const LinearProgram& p, Ops op, std::function<bool(const UOp&)> f) {
-    return std::count_if(p.uops.begin(), p.uops.end(),
-                         [&](const UOpRef& u) { return u->op() == op && f(*u); });
-  };
   DType f8 = dtypes::float32.vec(8);
   auto global = [](int64_t i) {
     return [i](const UOp& u) {
@@ -144,13 +141,14 @@ BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
   LinearProgram v = lower_kernel(matmul_ast(m, n, k), cpu, {.opts = opts});
   BOOST_TEST(widest(v) == 8, v.str());
   // b: 4 unrolled k x 2 chunks; out: 2 rows x 2 chunks; a: scalar loads only
-  BOOST_TEST(count(v, Ops::LOAD, [&](const UOp& u) { return u.dtype() == f8 && global(2)(u); }) == 8,
+  BOOST_TEST(count_op(v, Ops::LOAD, [&](const UOp& u) { return u.dtype() == f8 && global(2)(u); }) == 8u,
              v.str());
-  BOOST_TEST(count(v, Ops::STORE, [&](const UOp& u) { return u.src(1)->dtype() == f8 && global(0)(u); }) ==
-             4);
-  BOOST_TEST(count(v, Ops::LOAD, [&](const UOp& u) { return u.dtype().count() > 1 && global(1)(u); }) == 0);
+  BOOST_TEST(count_op(v, Ops::STORE, [&](const UOp& u) { return u.src(1)->dtype() == f8 && global(0)(u); }) ==
+             4u);
+  BOOST_TEST(count_op(v, Ops::LOAD, [&](const UOp& u) { return u.dtype().count() > 1 && global(1)(u); }) ==
+             0u);
   // 2 rows x 2 chunks x 4 k, each a vector fma onto the accumulator
-  BOOST_TEST(count(v, Ops::MULACC, [&](const UOp& u) { return u.dtype() == f8; }) == 16, v.str());
+  BOOST_TEST(count_op(v, Ops::MULACC, [&](const UOp& u) { return u.dtype() == f8; }) == 16u, v.str());
   LinearProgram s = lower_kernel(matmul_ast(m, n, k), interp::interp_caps(), {.opts = opts});
   BOOST_TEST(widest(s) == 1, s.str());
   for (const LinearProgram* p : {&v, &s}) {

@@ -290,21 +290,27 @@ BOOST_AUTO_TEST_CASE(heuristic_row_sum) {
   check_opts(ast, {bytes(std::vector<float>(256)), bytes(xv)}, bytes(out), want);
 }
 
+// out[co, y, x] = sum_{ci, ky, kx} in[ci, y+ky, x+kx] * w[co, ci, ky, kx]: 8 x n x n outputs of a 3 x 3
+// kernel over 2 input channels of in_w x in_w.
+UOpRef conv3x3_ast(int64_t n, int64_t in_w) {
+  UOpRef co = range(8, 0), y = range(n, 1), x = range(n, 2);
+  UOpRef ci = range(2, 3, AxisType::REDUCE), ky = range(3, 4, AxisType::REDUCE),
+         kx = range(3, 5, AxisType::REDUCE);
+  UOpRef in = glob(1, dtypes::float32, 2 * in_w * in_w), w = glob(2, dtypes::float32, 8 * 2 * 3 * 3);
+  UOpRef v = reduce(load(in, ci * idx(in_w * in_w) + (y + ky) * idx(in_w) + x + kx) *
+                        load(w, co * idx(18) + ci * idx(9) + ky * idx(3) + kx),
+                    {ci, ky, kx}, Ops::ADD);
+  return UOp::sink(
+      {end(store(glob(0, dtypes::float32, 8 * n * n), co * idx(n * n) + y * idx(n) + x, v), {co, y, x})});
+}
+
 BOOST_AUTO_TEST_CASE(heuristic_conv_width_20) {
   // out[co, y, x] = sum_{ci, ky, kx} in[ci, y+ky, x+kx] * w[co, ci, ky, kx]: 8 x 24 x 24 -> 8 x 20 x 20 by
   // 3 x 3 (ci 2). On 8 lanes x's divisors leave one half vector (4), so x is upcast whole (20 = 8 + 8 + 4),
   // which fills three vectors, and co, along which the input is reused, by the four rows that keep twelve
   // vector accumulators; kx (3) is unrolled. On 16 lanes x (20) fits two vectors, so co gets eight rows. (No
   // THREAD: 57600 loop trips are too few.)
-  UOpRef co = range(8, 0), y = range(20, 1), x = range(20, 2);
-  UOpRef ci = range(2, 3, AxisType::REDUCE), ky = range(3, 4, AxisType::REDUCE),
-         kx = range(3, 5, AxisType::REDUCE);
-  UOpRef in = glob(1, dtypes::float32, 2 * 24 * 24), w = glob(2, dtypes::float32, 8 * 2 * 3 * 3);
-  UOpRef v = reduce(load(in, ci * idx(576) + (y + ky) * idx(24) + x + kx) *
-                        load(w, co * idx(18) + ci * idx(9) + ky * idx(3) + kx),
-                    {ci, ky, kx}, Ops::ADD);
-  UOpRef ast = UOp::sink(
-      {end(store(glob(0, dtypes::float32, 8 * 400), co * idx(400) + y * idx(20) + x, v), {co, y, x})});
+  UOpRef ast = conv3x3_ast(20, 24);
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
   std::vector<Opt> want{{OptOps::UPCAST, 2, 20}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 5, 3}};
@@ -332,15 +338,7 @@ BOOST_AUTO_TEST_CASE(heuristic_conv_width_24) {
   // than the two a tile wants, so x is upcast whole (three vectors) and co by 4, a 24 x 4 tile that loads 7
   // values per 12 fmas (an 8 x 8 tile loads 9 per 8). On 16 lanes x (24) is two vectors, co gets eight rows.
   // 82944 loop trips: split over the two tasks.
-  UOpRef co = range(8, 0), y = range(24, 1), x = range(24, 2);
-  UOpRef ci = range(2, 3, AxisType::REDUCE), ky = range(3, 4, AxisType::REDUCE),
-         kx = range(3, 5, AxisType::REDUCE);
-  UOpRef in = glob(1, dtypes::float32, 2 * 26 * 26), w = glob(2, dtypes::float32, 8 * 2 * 3 * 3);
-  UOpRef v = reduce(load(in, ci * idx(676) + (y + ky) * idx(26) + x + kx) *
-                        load(w, co * idx(18) + ci * idx(9) + ky * idx(3) + kx),
-                    {ci, ky, kx}, Ops::ADD);
-  UOpRef ast = UOp::sink(
-      {end(store(glob(0, dtypes::float32, 8 * 576), co * idx(576) + y * idx(24) + x, v), {co, y, x})});
+  UOpRef ast = conv3x3_ast(24, 26);
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
   std::vector<Opt> want{
