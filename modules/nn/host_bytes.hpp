@@ -13,7 +13,7 @@ inline Tensor tensor_from_bytes(std::span<const std::byte> bytes, DType dtype, c
                                 std::string_view device) {
   std::string dev = device.empty() ? default_device_name() : canonical_device(device);
   RealizedBuffer rb = buffer_from_host(dev, dtype, bytes);
-  return Tensor(UOp::make(Ops::RESHAPE, dtype, {rb.buffer}, IntVec(shape)), dev, {rb.hold});
+  return Tensor(UOp::make(Ops::RESHAPE, dtype, {rb.buffer}, shape), dev, {rb.hold});
 }
 
 }  // namespace tg::nn::detail

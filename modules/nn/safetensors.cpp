@@ -245,7 +245,7 @@ std::vector<std::byte> safe_serialize(const StateDict& tensors, const Metadata& 
     blobs.push_back(t.to_bytes());
     uint64_t end = at + blobs.back().size();
     header[name] = {{"dtype", std::string(safe_dtype_name(t.dtype()))},
-                    {"shape", t.shape()},
+                    {"shape", to_ints(t.shape())},
                     {"data_offsets", {at, end}}};
     at = end;
   }

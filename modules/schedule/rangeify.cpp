@@ -43,12 +43,12 @@ std::vector<UOpRef> simplified(std::vector<UOpRef> v) {
 }
 
 // Row-major flattening of idx over shape; axes of size 1 contribute nothing.
-UOpRef flatten(const std::vector<UOpRef>& idx, const IntVec& shape) {
+UOpRef flatten(const std::vector<UOpRef>& idx, const Shape& shape, LowerCtx& ctx) {
   UOpRef flat;
-  int64_t stride = 1;
+  sint stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     if (shape[i] != 1) {
-      UOpRef term = stride == 1 ? idx[i] : idx[i] * stride;
+      UOpRef term = stride == 1 ? idx[i] : idx[i] * ctx.size(stride);
       flat = flat ? term + flat : term;
     }
     stride *= shape[i];
@@ -57,19 +57,22 @@ UOpRef flatten(const std::vector<UOpRef>& idx, const IntVec& shape) {
 }
 
 // Index of the input axes `ins` (row-major) from the output axes `outs` that hold the same elements.
-void reshape_axes(const std::vector<UOpRef>& idx, const IntVec& out, const IntVec& in,
-                  const std::vector<size_t>& outs, const std::vector<size_t>& ins, std::vector<UOpRef>& r) {
+void reshape_axes(const std::vector<UOpRef>& idx, const Shape& out, const Shape& in,
+                  const std::vector<size_t>& outs, const std::vector<size_t>& ins, std::vector<UOpRef>& r,
+                  LowerCtx& ctx) {
   UOpRef flat;
-  int64_t stride = 1;
+  sint stride = 1;
   for (size_t k = outs.size(); k-- > 0;) {
-    UOpRef term = stride == 1 ? idx[outs[k]] : idx[outs[k]] * stride;
+    UOpRef term = stride == 1 ? idx[outs[k]] : idx[outs[k]] * ctx.size(stride);
     flat = flat ? term + flat : term;
     stride *= out[outs[k]];
   }
+  if (!flat) flat = ic(0);
   stride = 1;
   for (size_t k = ins.size(); k-- > 0;) {
-    UOpRef e = stride == 1 ? flat : flat / stride;
-    r[ins[k]] = k == 0 ? e : e % in[ins[k]];  // the outermost axis needs no modulo: flat < the group's size
+    UOpRef e = stride == 1 ? flat : flat / ctx.size(stride);
+    r[ins[k]] =
+        k == 0 ? e : e % ctx.size(in[ins[k]]);  // the outermost axis needs no modulo: flat < the group's size
     stride *= in[ins[k]];
   }
 }
@@ -77,7 +80,10 @@ void reshape_axes(const std::vector<UOpRef>& idx, const IntVec& out, const IntVe
 // Axes of size 1 read index 0. The others are cut into the smallest groups whose sizes agree on both
 // sides (row-major order keeps groups apart): an axis that is one axis of the same size on the other side
 // keeps its index as it is, and only groups that really split or merge axes build div/mod arithmetic.
-std::vector<UOpRef> reshape_index(const std::vector<UOpRef>& idx, const IntVec& out, const IntVec& in) {
+// Symbolic sizes are grouped at their bound values, and the grouping is kept only if every group's sizes
+// agree for all values; otherwise all axes form one group.
+std::vector<UOpRef> reshape_index(const std::vector<UOpRef>& idx, const Shape& out, const Shape& in,
+                                  LowerCtx& ctx) {
   std::vector<size_t> outs, ins;
   for (size_t i = 0; i < out.size(); i++)
     if (out[i] != 1) outs.push_back(i);
@@ -86,39 +92,51 @@ std::vector<UOpRef> reshape_index(const std::vector<UOpRef>& idx, const IntVec& 
   std::vector<UOpRef> r(in.size());
   for (size_t j = 0; j < in.size(); j++)
     if (in[j] == 1) r[j] = ic(0);
-  bool zero =
-      std::find(out.begin(), out.end(), 0) != out.end() || std::find(in.begin(), in.end(), 0) != in.end();
-  if (zero) {  // no elements: any index will do, as one group
-    if (!ins.empty()) reshape_axes(idx, out, in, outs, ins, r);
+  auto zero = [](const Shape& s) {
+    return std::any_of(s.begin(), s.end(), [](const sint& d) { return d.bound() == 0; });
+  };
+  if (zero(out) || zero(in)) {  // no elements: any index will do, as one group
+    if (!ins.empty()) reshape_axes(idx, out, in, outs, ins, r, ctx);
     return simplified(std::move(r));
   }
-  std::vector<size_t> go, gi;
+  std::vector<std::pair<std::vector<size_t>, std::vector<size_t>>> groups;
+  bool exact = true;
   for (size_t a = 0, b = 0; a < outs.size() || b < ins.size();) {
-    go.clear(), gi.clear();
+    std::vector<size_t> go, gi;
     int64_t po = 1, pi = 1;
+    sint so = 1, si = 1;
     do {
       if (pi > po || b == ins.size())
-        po *= out[outs.at(a)], go.push_back(outs[a++]);
+        po *= out[outs.at(a)].bound(), so *= out[outs[a]], go.push_back(outs[a++]);
       else
-        pi *= in[ins[b]], gi.push_back(ins[b++]);
+        pi *= in[ins[b]].bound(), si *= in[ins[b]], gi.push_back(ins[b++]);
     } while (po != pi);
+    exact = exact && so == si;
+    groups.emplace_back(std::move(go), std::move(gi));
+  }
+  if (!exact) {
+    reshape_axes(idx, out, in, outs, ins, r, ctx);
+    return simplified(std::move(r));
+  }
+  for (const auto& [go, gi] : groups) {
     if (go.size() == 1 && gi.size() == 1)
       r[gi[0]] = idx[go[0]];
     else
-      reshape_axes(idx, out, in, go, gi, r);
+      reshape_axes(idx, out, in, go, gi, r, ctx);
   }
   return simplified(std::move(r));  // cheap for indices simplified before: the simplifier remembers them
 }
 
 UOpRef push_movement(Match& m) {
   Indexed ix = parse(m["idx"]);
+  auto& ctx = m.ctx<LowerCtx>();
   const UOp* mv = ix.x.get();
   const UOpRef& src = mv->src(0);
-  const IntVec& in = shape_of(src.get());
+  const Shape& in = shape_of(src.get());
   std::vector<UOpRef> r = ix.idx;
   switch (mv->op()) {
     case Ops::RESHAPE:
-      r = reshape_index(ix.idx, shape_of(mv), in);
+      r = reshape_index(ix.idx, shape_of(mv), in, ctx);
       break;
     case Ops::PERMUTE: {
       const IntVec& order = mv->arg_as<IntVec>();
@@ -130,15 +148,15 @@ UOpRef push_movement(Match& m) {
         if (in[i] == 1) r[i] = ic(0);
       break;
     case Ops::SHRINK: {
-      const IntPairs& s = mv->arg_as<IntPairs>();
+      const ShapePairs& s = mv->arg_as<ShapePairs>();
       for (size_t i = 0; i < s.size(); i++)
-        if (s[i].first != 0) r[i] = ix.idx[i] + s[i].first;
+        if (s[i].first != 0) r[i] = ix.idx[i] + ctx.size(s[i].first);
       break;
     }
     case Ops::FLIP: {
       const IntVec& f = mv->arg_as<IntVec>();
       for (size_t i = 0; i < f.size(); i++)
-        if (f[i]) r[i] = ic(in[i] - 1) - ix.idx[i];
+        if (f[i]) r[i] = ctx.size(in[i] - 1) - ix.idx[i];
       r = simplified(std::move(r));
       break;
     }
@@ -152,18 +170,19 @@ UOpRef push_movement(Match& m) {
 // and the WHERE gives the 0 even when the source is not 0 there (exp(x).pad(...)).
 UOpRef push_pad(Match& m) {
   Indexed ix = parse(m["idx"]);
+  auto& ctx = m.ctx<LowerCtx>();
   const UOpRef& src = ix.x->src(0);
-  const IntVec& in = shape_of(src.get());
-  const IntPairs& pads = ix.x->arg_as<IntPairs>();
+  const Shape& in = shape_of(src.get());
+  const ShapePairs& pads = ix.x->arg_as<ShapePairs>();
   std::vector<UOpRef> r = ix.idx;
   UOpRef cond;
   auto and_ = [&](UOpRef c) { cond = cond ? cond & c : c; };
   for (size_t i = 0; i < pads.size(); i++) {
-    auto [before, after] = pads[i];
+    const auto& [before, after] = pads[i];
     if (before == 0 && after == 0) continue;
-    if (before != 0) r[i] = ix.idx[i] + (-before);
-    if (before > 0) and_(ic(before - 1)->lt(ix.idx[i]));  // idx >= before
-    if (after > 0) and_(ix.idx[i]->lt(ic(before + in[i])));
+    if (before != 0) r[i] = ix.idx[i] - ctx.size(before);
+    if (before != 0) and_((ctx.size(before) - 1)->lt(ix.idx[i]));  // idx >= before
+    if (after != 0) and_(ix.idx[i]->lt(ctx.size(before + in[i])));
   }
   r = simplified(std::move(r));
   UOpRef zero = UOp::const_(ix.x->dtype(), int64_t{0});
@@ -180,7 +199,7 @@ UOpRef push_reduce(Match& m) {
   Indexed ix = parse(m["idx"]);
   auto& ctx = m.ctx<LowerCtx>();
   const UOpRef& src = ix.x->src(0);
-  const IntVec& in = shape_of(src.get());
+  const Shape& in = shape_of(src.get());
   const ReduceArg& ra = ix.x->arg_as<ReduceArg>();
   std::vector<UOpRef> r = ix.idx;
   std::vector<UOpRef> value{nullptr};
@@ -190,7 +209,7 @@ UOpRef push_reduce(Match& m) {
       r[ax] = ic(0);
       continue;
     }
-    r[ax] = UOp::range(ic(in[ax]), ctx.next_range++, AxisType::REDUCE);
+    r[ax] = UOp::range(ctx.size(in[ax]), ctx.next_range++, AxisType::REDUCE);
     value.push_back(r[ax]);
   }
   value[0] = make_index(src, std::move(r), ix.valid);
@@ -283,11 +302,22 @@ UOpRef LowerCtx::global(const UOpRef& buffer) {
   return g;
 }
 
+UOpRef LowerCtx::size(const sint& s) {
+  if (s.is_number()) return ic(s);
+  std::unordered_map<const UOp*, UOpRef> unbound;
+  for (const UOp* u : s.expr()->toposort()) {
+    if (u->op() != Ops::BIND) continue;
+    unbound[u] = u->src(0);
+    if (var_vals) (*var_vals)[u->src(0)] = std::get<int64_t>(*u->src(1)->const_value());
+  }
+  return s.expr()->substitute(unbound);
+}
+
 UOpRef lower_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& target, LowerCtx& ctx) {
-  const IntVec& shape = shape_of(target ? target.get() : value.get());
+  const Shape& shape = shape_of(target ? target.get() : value.get());
   std::vector<UOpRef> idx, loops;
-  for (int64_t s : shape) {
-    idx.push_back(s == 1 ? ic(0) : UOp::range(ic(s), ctx.next_range++, AxisType::LOOP));
+  for (const sint& s : shape) {
+    idx.push_back(s == 1 ? ic(0) : UOp::range(ctx.size(s), ctx.next_range++, AxisType::LOOP));
     if (s != 1) loops.push_back(idx.back());
   }
   UOpRef g = ctx.global(out);
@@ -298,7 +328,7 @@ UOpRef lower_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& target
       throw NotSupportedError("assign", "cannot write through a padded view");
     addr = load->src(0);
   } else {
-    addr = UOp::make(Ops::INDEX, g->dtype(), {g, flatten(idx, shape)});
+    addr = UOp::make(Ops::INDEX, g->dtype(), {g, flatten(idx, shape, ctx)});
   }
   UOpRef v = rangeify(value, idx, ctx);
   if (v->dtype() != out->dtype()) v = v->cast(out->dtype());

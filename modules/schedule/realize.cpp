@@ -14,15 +14,15 @@ namespace tg::sched {
 
 // ---- graph helpers ----
 
-const IntVec& shape_of(const UOp* u) {
-  const IntVec* s = u->shape();
+const Shape& shape_of(const UOp* u) {
+  const Shape* s = u->shape();
   if (!s) throw ShapeError("schedule", fmt::format("{} has no shape", u->str()));
   return *s;
 }
 
-int64_t prod(const IntVec& v) {
-  int64_t p = 1;
-  for (int64_t x : v) p *= x;
+sint prod(const Shape& v) {
+  sint p = 1;
+  for (const sint& x : v) p *= x;
   return p;
 }
 
@@ -33,7 +33,16 @@ const UOp* strip_movement(const UOp* u) {
 
 const UOp* strip_reshape(const UOp* u) {
   while (u->op() == Ops::RESHAPE) u = u->src(0).get();
+  if (u->op() == Ops::SHRINK && u->src(0)->op() == Ops::BUFFER && u->arg_as<ShapePairs>()[0].first == 0)
+    return u->src(0).get();
   return u;
+}
+
+UOpRef buffer_view(const UOpRef& buffer, const Shape& shape) {
+  sint n = prod(shape);
+  if (n.is_number()) return reshape(buffer, shape);
+  UOpRef prefix = UOp::make(Ops::SHRINK, buffer->dtype(), {buffer}, ShapePairs{{0, n}});
+  return UOp::make(Ops::RESHAPE, buffer->dtype(), {prefix}, shape);
 }
 
 bool is_const_view(const UOp* u) {
@@ -75,7 +84,7 @@ const UOp* assign_buffer(const UOp* a) {
   return t;
 }
 
-UOpRef reshape(const UOpRef& x, const IntVec& shape) {
+UOpRef reshape(const UOpRef& x, const Shape& shape) {
   if (*x->shape() == shape) return x;
   return UOp::make(Ops::RESHAPE, x->dtype(), {x}, shape);
 }
@@ -83,11 +92,11 @@ UOpRef reshape(const UOpRef& x, const IntVec& shape) {
 namespace {
 
 // CONST(device, v) viewed as `shape`: reshape to all ones, then expand.
-UOpRef const_view(const UOpRef& device, DType dtype, ConstValue v, const IntVec& shape) {
+UOpRef const_view(const UOpRef& device, DType dtype, ConstValue v, const Shape& shape) {
   UOpRef c = UOp::const_(dtype, v);
   if (device) c = c->with_src({device});
   if (shape.empty()) return c;
-  c = UOp::make(Ops::RESHAPE, dtype, {c}, IntVec(shape.size(), 1));
+  c = UOp::make(Ops::RESHAPE, dtype, {c}, Shape(shape.size(), 1));
   if (prod(shape) == 1) return c;
   return UOp::make(Ops::EXPAND, dtype, {c}, shape);
 }
@@ -121,6 +130,7 @@ ConstValue identity_element(Ops op, DType d) {
 UOpRef fold_reduce(const UOpRef& x) {
   const UOp* src = x->src(0).get();
   const auto& ra = x->arg_as<ReduceArg>();
+  if (is_symbolic(shape_of(src))) return nullptr;
   int64_t n_in = prod(shape_of(src)), n_out = prod(shape_of(x.get()));
   if (n_out == 0) return nullptr;
   if (n_in == 0)
@@ -147,13 +157,13 @@ UOpRef split_last_axis(const UOpRef& x, const IntVec& axes) {
   constexpr int64_t kLanes = 64, kMaxSplit = 1024, kMinPart = 256;
   const UOp* src = x->src(0).get();
   const auto& ra = x->arg_as<ReduceArg>();
-  const IntVec& in = shape_of(src);
+  const Shape& in = shape_of(src);
   int64_t a = static_cast<int64_t>(in.size()) - 1, n = in.back(), per_out = prod(in) / prod(shape_of(x.get()));
   if (axes.back() != a || n % kLanes != 0) return nullptr;
   int64_t k1 = kMaxSplit / kLanes;
   while (k1 >= 1 && (n % (k1 * kLanes) != 0 || per_out / (k1 * kLanes) < kMinPart)) k1 /= 2;
   if (k1 < 1) return nullptr;
-  IntVec split(in.begin(), in.end() - 1);
+  Shape split(in.begin(), in.end() - 1);
   split.insert(split.end(), {k1, n / (k1 * kLanes), kLanes});
   IntVec inner(axes.begin(), axes.end() - 1);  // the other reduced axes, then the middle of the split
   inner.push_back(a + 1);
@@ -170,7 +180,8 @@ UOpRef split_reduce(const UOpRef& x) {
   constexpr int64_t kMinReduce = 32768, kMaxOutputs = 256, kMaxSplit = 1024;
   const UOp* src = x->src(0).get();
   const auto& ra = x->arg_as<ReduceArg>();
-  const IntVec& in = shape_of(src);
+  const Shape& in = shape_of(src);
+  if (is_symbolic(in)) return nullptr;  // sizes that change per run keep one reduce
   int64_t n_in = prod(in), n_out = prod(shape_of(x.get()));
   if (n_out == 0 || n_out > kMaxOutputs || n_in / n_out < kMinReduce || is_const_view(src)) return nullptr;
   IntVec axes = ra.axes;
@@ -180,7 +191,7 @@ UOpRef split_reduce(const UOpRef& x) {
     int64_t n = in[static_cast<size_t>(a)], k = kMaxSplit;
     while (k >= 8 && (n % k != 0 || n_in / n_out / k < 256)) k /= 2;
     if (k < 8) continue;
-    IntVec split = in;
+    Shape split = in;
     split[static_cast<size_t>(a)] = n / k;
     split.insert(split.begin() + a, k);
     IntVec inner;  // every reduced axis but the k partials: a's rest and the axes after it move one up
@@ -195,11 +206,11 @@ UOpRef split_reduce(const UOpRef& x) {
 }
 
 bool is_identity_movement(const UOp* m) {
-  const IntVec& in = shape_of(m->src(0).get());
+  const Shape& in = shape_of(m->src(0).get());
   switch (m->op()) {
     case Ops::RESHAPE:
     case Ops::EXPAND:
-      return m->arg_as<IntVec>() == in;
+      return m->arg_as<Shape>() == in;
     case Ops::PERMUTE: {
       const IntVec& p = m->arg_as<IntVec>();
       for (size_t i = 0; i < p.size(); i++)
@@ -209,15 +220,15 @@ bool is_identity_movement(const UOp* m) {
     case Ops::FLIP: {
       const IntVec& f = m->arg_as<IntVec>();
       for (size_t i = 0; i < f.size(); i++)
-        if (f[i] != 0 && in[i] > 1) return false;
+        if (f[i] != 0 && !(in[i] == 1)) return false;
       return true;
     }
     case Ops::PAD:
-      for (auto [b, a] : m->arg_as<IntPairs>())
+      for (const auto& [b, a] : m->arg_as<ShapePairs>())
         if (b != 0 || a != 0) return false;
       return true;
     case Ops::SHRINK: {
-      const IntPairs& s = m->arg_as<IntPairs>();
+      const ShapePairs& s = m->arg_as<ShapePairs>();
       for (size_t i = 0; i < s.size(); i++)
         if (s[i].first != 0 || s[i].second != in[i]) return false;
       return true;
@@ -271,8 +282,8 @@ struct MarkCtx {
 };
 
 bool broadcasts(const UOp* e) {
-  const IntVec& in = shape_of(e->src(0).get());
-  const IntVec& out = e->arg_as<IntVec>();
+  const Shape& in = shape_of(e->src(0).get());
+  const Shape& out = e->arg_as<Shape>();
   for (size_t i = 0; i < in.size(); i++)
     if (in[i] == 1 && out[i] != 1) return true;
   return false;

@@ -129,8 +129,8 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, Buil
     if (!info.realized.count(x)) continue;
     Signature sig;
     Kernel k{x, local_leaves(x, info, sig), std::nullopt};
-    const IntVec& shape = shape_of(x);
-    int64_t numel = prod(shape);
+    const Shape& shape = shape_of(x);
+    int64_t numel = prod(shape).max();  // symbolic sizes get a buffer for their largest value
     auto buffer = [&](const UOpRef& device) {
       auto [it, fresh] = memo.buffers.try_emplace(x);
       if (fresh) it->second = new_buffer(device, numel, x->dtype());
@@ -138,7 +138,7 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, Buil
     };
     if (x->op() == Ops::COPY) {
       UOpRef src = copy_source(x->src(0).get(), b), out = buffer(x->src(1));
-      b.views[x] = reshape(out, shape);
+      b.views[x] = buffer_view(out, shape);
       if (numel > 0) k.item = ScheduleItem{UOp::make(Ops::COPY, x->dtype(), {src, x->src(1)}), {out, src}};
       b.kernels.push_back(std::move(k));
       continue;
@@ -152,7 +152,7 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, Buil
       UOpRef device = device_of(x);
       if (!device) throw DeviceError("schedule", fmt::format("cannot tell which device {} is on", x->str()));
       out = buffer(device);
-      b.views[x] = reshape(out, shape);
+      b.views[x] = buffer_view(out, shape);
     }
     if (numel > 0) {
       int kernel = static_cast<int>(b.kernels.size());

@@ -111,7 +111,7 @@ bool computes(const UOpRef& u) {
 }
 
 // The size of one sample's window matrix: channels * prod(kernel) * prod(out).
-int64_t window_elems(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, const Pairs& pads,
+int64_t window_elems(const Tensor& x, const std::vector<int64_t>& k, const std::vector<int64_t>& s, const Pairs& pads,
                      const std::vector<int64_t>& d) {
   int64_t e = x.shape()[1];
   for (size_t a = 0; a < k.size(); a++) e *= k[a] * window_count(x.shape()[2 + a], k[a], s[a], pads[a], d[a]);
@@ -124,7 +124,7 @@ int64_t window_elems(const Tensor& x, const Shape& k, const std::vector<int64_t>
 // output axes merge, so it walks rows of windows without a div and a mod per element (the 5x5 windows of
 // 24x24 inputs: 3.35 -> 1.81 ms); with padding it stays merged (unmerged, the copy of a padded 28x28
 // input ran 3x slower).
-Tensor im2col(const Tensor& x, const Shape& k, const std::vector<int64_t>& s, const Pairs& pads,
+Tensor im2col(const Tensor& x, const std::vector<int64_t>& k, const std::vector<int64_t>& s, const Pairs& pads,
               const std::vector<int64_t>& d, int64_t groups, int64_t m, std::string_view op) {
   int n = static_cast<int>(k.size());
   int64_t rows = x.shape()[1], cols = 1;
@@ -154,7 +154,7 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
                     int64_t groups, std::string_view op, Tensor* cols_out = nullptr) {
   int n = weight.ndim() - 2;
   int64_t bs = xin.shape()[0], cout = weight.shape()[0], cin = weight.shape()[1];
-  Shape k(weight.shape().begin() + 2, weight.shape().end());
+  std::vector<int64_t> k(weight.shape().begin() + 2, weight.shape().end());
   // The windows stored, in batch chunks that fit CONV_IM2COL with one matmul per chunk, when they fit
   // whole or the output rows are short: the direct kernel vectorizes along a row, and rows under 16 left
   // its vectors part empty (the Fashion-MNIST CNN's 3x3 input gradients with rows of 8 and 10 ran at 24-29
@@ -263,7 +263,7 @@ Tensor conv_input_grad(const Tensor& dy, const Tensor& w, const Shape& in, const
       joined.push_back(o[a] * s[a]);
       cut.emplace_back(0, (o[a] - 1) * s[a] + 1);
     }
-    g = g.reshape(split).pad(zeros).reshape(joined).shrink(cut);
+    g = g.reshape(split).pad(zeros).reshape(joined).shrink(detail::size_pairs(cut));
   }
   Pairs p;
   for (int a = 0; a < n; a++) {
@@ -280,7 +280,7 @@ Tensor conv_input_grad(const Tensor& dy, const Tensor& w, const Shape& in, const
 // dw of a conv: every window of x times dy, summed over the batch and the output positions. cols_fwd: the
 // forward's window matrix of the whole batch, if it stored one (any layout): read again instead of storing
 // the windows a second time.
-Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const Shape& k, const std::vector<int64_t>& s,
+Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int64_t>& k, const std::vector<int64_t>& s,
                         const Pairs& pads, const std::vector<int64_t>& d, int64_t groups, std::string_view op,
                         const Tensor& cols_fwd) {
   int n = static_cast<int>(k.size());
@@ -397,7 +397,7 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
       split.insert(split.end(), {o[a], s[a]});
       win.insert(win.end(), {{0, o[a]}, {0, k[a]}});
     }
-    Tensor x = pad(with(grow)).shrink(with(cut)).reshape(shape_with(split)).shrink(with(win));
+    Tensor x = pad(with(grow)).shrink(detail::size_pairs(with(cut))).reshape(shape_with(split)).shrink(detail::size_pairs(with(win)));
     for (int a = 0; a < n; a++) order.push_back(lead + 2 * a);
     for (int a = 0; a < n; a++) order.push_back(lead + 2 * a + 1);
     return x.permute(order);
@@ -416,8 +416,8 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
     pick.insert(pick.end(), {{0, k[a]}, {0, o[a]}, {0, 1}});
     ko.insert(ko.end(), {k[a], o[a]});
   }
-  Tensor x = repeat(reps).shrink(with(first)).reshape(shape_with(kd));
-  x = x.shrink(with(strided)).reshape(shape_with(kos)).shrink(with(pick)).reshape(shape_with(ko));
+  Tensor x = repeat(reps).shrink(detail::size_pairs(with(first))).reshape(shape_with(kd));
+  x = x.shrink(detail::size_pairs(with(strided))).reshape(shape_with(kos)).shrink(detail::size_pairs(with(pick))).reshape(shape_with(ko));
   for (int a = 0; a < n; a++) order.push_back(lead + 2 * a + 1);
   for (int a = 0; a < n; a++) order.push_back(lead + 2 * a);
   return x.permute(order);
@@ -444,7 +444,7 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, Sizes stride, Padd
                                      groups, shape_str(weight.shape())));
   if (bias.defined() && bias.shape() != Shape{cout})
     throw ShapeError(op, fmt::format("bias {} must be ({},)", shape_str(bias.shape()), cout));
-  Shape k(weight.shape().begin() + 2, weight.shape().end());
+  std::vector<int64_t> k(weight.shape().begin() + 2, weight.shape().end());
   auto s = stride.resolve(n, op, "stride"), d = dilation.resolve(n, op, "dilation");
   Pairs pads = padding.resolve(n, k, d, s, op);
   // Every input value is read Cout * prod(kernel) times: an input that needs arithmetic (relu, batchnorm and
@@ -513,7 +513,7 @@ Tensor Tensor::conv_transpose(const Tensor& weight, const Tensor& bias, Sizes st
                                  shape_str(shape()), groups, shape_str(weight.shape())));
   auto s = stride.resolve(n, op, "stride"), p = padding.resolve(n, op, "padding");
   auto op_ = output_padding.resolve(n, op, "output_padding"), d = dilation.resolve(n, op, "dilation");
-  Shape k(weight.shape().begin() + 2, weight.shape().end());
+  std::vector<int64_t> k(weight.shape().begin() + 2, weight.shape().end());
   for (int a = 0; a < n; a++) {
     if (s[a] < 1 || d[a] < 1 || p[a] < 0)
       throw ValueError(op, "stride and dilation must be positive, padding >= 0");
@@ -535,7 +535,7 @@ Tensor Tensor::conv_transpose(const Tensor& weight, const Tensor& bias, Sizes st
       joined.push_back(i * s[a]);
       cut.emplace_back(0, i * s[a] - (s[a] - 1));
     }
-    x = x.reshape(split).pad(zeros).reshape(joined).shrink(cut);
+    x = x.reshape(split).pad(zeros).reshape(joined).shrink(detail::size_pairs(cut));
   }
   Pairs pads;
   for (int a = 0; a < n; a++) {

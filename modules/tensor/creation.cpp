@@ -44,7 +44,7 @@ Tensor Tensor::empty(Shape shape, DType dtype, std::string_view device) {
   check_shape(shape, "empty");
   std::string dev = pick_device(device);
   RealizedBuffer rb = buffer_empty(dev, dtype, detail::prod(shape));
-  return Tensor(UOp::make(Ops::RESHAPE, dtype, {rb.buffer}, IntVec(shape)), dev, {rb.hold});
+  return Tensor(UOp::make(Ops::RESHAPE, dtype, {rb.buffer}, shape), dev, {rb.hold});
 }
 
 Tensor Tensor::full(Shape shape, Number fill, std::optional<DType> dtype, std::string_view device) {

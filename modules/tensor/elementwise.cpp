@@ -28,9 +28,9 @@ Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view op) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
   for (size_t i = 0; i < n; i++) {
-    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())],
-            y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
+    sint x = i < n - a.size() ? sint(1) : a[i - (n - a.size())],
+         y = i < n - b.size() ? sint(1) : b[i - (n - b.size())];
+    if (!(x == y) && !(x == 1) && !(y == 1))
       throw ShapeError(op, fmt::format("cannot broadcast {} with {}", shape_str(a), shape_str(b)));
     out[i] = x == 1 ? y : x;
   }

@@ -72,13 +72,13 @@ std::vector<int64_t> movement_map(const UOp& u, const IntVec& in, const IntVec& 
           src += o * ist[u.arg_as<IntVec>()[d]];
           break;
         case Ops::SHRINK:
-          src += (o + u.arg_as<IntPairs>()[d].first) * ist[d];
+          src += (o + static_cast<int64_t>(u.arg_as<ShapePairs>()[d].first)) * ist[d];
           break;
         case Ops::FLIP:
           src += (u.arg_as<IntVec>()[d] ? in[d] - 1 - o : o) * ist[d];
           break;
         case Ops::PAD: {
-          int64_t c = o - u.arg_as<IntPairs>()[d].first;
+          int64_t c = o - static_cast<int64_t>(u.arg_as<ShapePairs>()[d].first);
           src = (c < 0 || c >= in[d]) ? -1 : src + c * ist[d];
           break;
         }
@@ -108,7 +108,7 @@ Array gather(const Array& src, const std::vector<int64_t>& map, IntVec shape) {
 
 Array reduce(const UOp& u, const Array& src) {
   const ReduceArg& ra = u.arg_as<ReduceArg>();
-  Array r = make_array(src.dtype, *u.shape());
+  Array r = make_array(src.dtype, to_ints(*u.shape()));
   IntVec ost = strides_of(r.shape), idx(src.shape.size(), 0);
   std::vector<bool> reduced(src.shape.size(), false);
   for (int64_t a : ra.axes) reduced[a] = true;
@@ -268,7 +268,7 @@ int64_t int_alu(Ops op, DType d, int64_t a, int64_t b, int64_t c) {
 }
 
 Array alu(const UOp& u, std::span<const Array* const> s) {
-  Array r = make_array(u.dtype(), *u.shape());
+  Array r = make_array(u.dtype(), to_ints(*u.shape()));
   size_t n = r.numel();
   if (u.op() == Ops::WHERE) {
     for (size_t k = 0; k < n; k++) set(r, k, s[0]->i[k] ? s[1]->get(k) : s[2]->get(k));
@@ -295,7 +295,7 @@ Array alu(const UOp& u, std::span<const Array* const> s) {
 }
 
 Array cast(const UOp& u, const Array& a) {
-  Array r = make_array(u.dtype(), *u.shape());
+  Array r = make_array(u.dtype(), to_ints(*u.shape()));
   if (u.op() == Ops::CAST) {
     for (size_t k = 0; k < r.numel(); k++) set(r, k, convert(r.dtype, a.dtype, a.get(k)));
     return r;
@@ -319,9 +319,9 @@ class Evaluator {
       return r;
     }
     if (op == Ops::BIND) return *s[1];
-    if (op == Ops::RESHAPE) return Array{s[0]->dtype, *u.shape(), s[0]->f, s[0]->i};
+    if (op == Ops::RESHAPE) return Array{s[0]->dtype, to_ints(*u.shape()), s[0]->f, s[0]->i};
     if (group::Movement.contains(op))
-      return gather(*s[0], movement_map(u, s[0]->shape, *u.shape()), *u.shape());
+      return gather(*s[0], movement_map(u, s[0]->shape, to_ints(*u.shape())), to_ints(*u.shape()));
     if (op == Ops::REDUCE_AXIS) return reduce(u, *s[0]);
     if (op == Ops::CAST || op == Ops::BITCAST) return cast(u, *s[0]);
     if (group::ALU.contains(op)) return alu(u, s);
@@ -342,7 +342,7 @@ class Evaluator {
 
   Array read_buffer(const UOp& u) {
     std::shared_ptr<Storage> st = lookup_(u);
-    Array r = make_array(u.dtype(), *u.shape());
+    Array r = make_array(u.dtype(), to_ints(*u.shape()));
     size_t isz = u.dtype().itemsize();
     if (st->bytes.size() < r.numel() * isz)
       throw ValueError("eval", "buffer storage is smaller than its BUFFER");
@@ -360,7 +360,7 @@ class Evaluator {
     if (!group::Movement.contains(u.op())) return std::nullopt;
     auto inner = view_of_buffer(*u.src(0));
     if (!inner) return std::nullopt;
-    std::vector<int64_t> m = movement_map(u, *u.src(0)->shape(), *u.shape());
+    std::vector<int64_t> m = movement_map(u, to_ints(*u.src(0)->shape()), to_ints(*u.shape()));
     for (int64_t& k : m) k = k < 0 ? -1 : inner->second[k];
     return std::make_pair(inner->first, std::move(m));
   }

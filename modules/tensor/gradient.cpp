@@ -15,7 +15,7 @@ namespace {
 using Grads = std::vector<UOpRef>;  // one per source; a null ref means "no gradient"
 using GradFn = Grads (*)(GradientCtx& c, const UOp& r, const UOpRef& g);
 
-const IntVec& shape_of(const UOpRef& u) { return *u->shape(); }
+const Shape& shape_of(const UOpRef& u) { return *u->shape(); }
 
 // The device a node computes on: follow first sources down to a DEVICE (COPY and BUFFER name theirs).
 const std::string& device_of(GradientCtx& c, const UOp* start) {
@@ -33,15 +33,15 @@ UOpRef reduce(const UOpRef& x, Ops op, IntVec axes) {
   return axes.empty() ? x : mv(Ops::REDUCE_AXIS, x, ReduceArg{op, std::move(axes)});
 }
 // x (size 1 on reduced axes) expanded back to shape.
-UOpRef expand_to(const UOpRef& x, const IntVec& shape) {
+UOpRef expand_to(const UOpRef& x, const Shape& shape) {
   return shape_of(x) == shape ? x : mv(Ops::EXPAND, x, shape);
 }
 // The constant v with like's dtype and shape, on the device of node `on`.
 UOpRef k(GradientCtx& c, const UOpRef& like, double v, const UOp* on = nullptr) {
   UOpRef u = UOp::const_(like->dtype(), v)->with_src({device_node(device_of(c, on ? on : like.get()))});
-  const IntVec& s = shape_of(like);
+  const Shape& s = shape_of(like);
   if (s.empty()) return u;
-  return expand_to(mv(Ops::RESHAPE, u, IntVec(s.size(), 1)), s);
+  return expand_to(mv(Ops::RESHAPE, u, Shape(s.size(), 1)), s);
 }
 UOpRef neg(const UOpRef& x) { return x->alu(Ops::NEG); }
 UOpRef copy_to(const UOpRef& x, const std::string& d) {
@@ -54,7 +54,7 @@ UOpRef copy_to(const UOpRef& x, const std::string& d) {
 Grads reduce_grad(GradientCtx& c, const UOp& r, const UOpRef& g) {
   const UOpRef& x = r.src(0);
   const ReduceArg& ra = r.arg_as<ReduceArg>();
-  const IntVec& in = shape_of(x);
+  const Shape& in = shape_of(x);
   auto up = [&](const UOpRef& v) { return expand_to(v, in); };
   if (ra.op == Ops::ADD) return {up(g)};
   if (ra.op == Ops::MAX) {
@@ -93,25 +93,25 @@ IntVec inverse_permutation(const IntVec& order) {
 
 IntVec expanded_axes(const UOp& r) {
   IntVec axes;
-  const IntVec &in = shape_of(r.src(0)), &out = r.arg_as<IntVec>();
+  const Shape &in = shape_of(r.src(0)), &out = r.arg_as<Shape>();
   for (size_t i = 0; i < in.size(); i++)
-    if (in[i] != out[i]) axes.push_back(static_cast<int64_t>(i));
+    if (!(in[i] == out[i])) axes.push_back(static_cast<int64_t>(i));
   return axes;
 }
 
-IntPairs shrink_of_pad(const UOp& r) {  // the part of a PAD's output that is its input
-  IntPairs b;
-  const IntVec& in = shape_of(r.src(0));
+ShapePairs shrink_of_pad(const UOp& r) {  // the part of a PAD's output that is its input
+  ShapePairs b;
+  const Shape& in = shape_of(r.src(0));
   for (size_t i = 0; i < in.size(); i++)
-    b.emplace_back(r.arg_as<IntPairs>()[i].first, r.arg_as<IntPairs>()[i].first + in[i]);
+    b.emplace_back(r.arg_as<ShapePairs>()[i].first, r.arg_as<ShapePairs>()[i].first + in[i]);
   return b;
 }
 
-IntPairs pad_of_shrink(const UOp& r) {  // the padding that puts a SHRINK's output back in place
-  IntPairs p;
-  const IntVec& in = shape_of(r.src(0));
+ShapePairs pad_of_shrink(const UOp& r) {  // the padding that puts a SHRINK's output back in place
+  ShapePairs p;
+  const Shape& in = shape_of(r.src(0));
   for (size_t i = 0; i < in.size(); i++)
-    p.emplace_back(r.arg_as<IntPairs>()[i].first, in[i] - r.arg_as<IntPairs>()[i].second);
+    p.emplace_back(r.arg_as<ShapePairs>()[i].first, in[i] - r.arg_as<ShapePairs>()[i].second);
   return p;
 }
 

@@ -140,7 +140,7 @@ Tensor Tensor::gather(int dim, const Tensor& index) const {
     throw DTypeError("gather", fmt::format("index must be integer, got {}", index.dtype().name()));
   detail::check_same_device(*this, index, "gather");
   int d = detail::normalize_axis(dim, ndim(), "gather");
-  std::vector<std::pair<int64_t, int64_t>> bounds;
+  ShapePairs bounds;
   for (int i = 0; i < ndim(); i++) {
     if (i != d && index.shape()[i] > shape()[i])
       throw ShapeError("gather",
@@ -149,7 +149,7 @@ Tensor Tensor::gather(int dim, const Tensor& index) const {
     bounds.emplace_back(0, i == d ? shape()[i] : index.shape()[i]);
   }
   Tensor x = shrink(bounds).unsqueeze(-1).transpose(-1, d);
-  Tensor hit = index.unsqueeze(-1).eq(arange(shape()[d], {}, device()));
+  Tensor hit = index.unsqueeze(-1).eq(arange(static_cast<int64_t>(shape()[d]), {}, device()));
   Tensor picked = hit.where(x, zero_of(x));
   return dtype().is_bool() ? picked.max(-1) : picked.sum(-1, false, dtype());
 }

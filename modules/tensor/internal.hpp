@@ -11,7 +11,8 @@
 namespace tg::detail {
 
 std::string shape_str(const Shape& s);  // "(3,4)", "(5,)", "()"
-int64_t prod(const Shape& s);
+sint prod(const Shape& s);
+ShapePairs size_pairs(const std::vector<std::pair<int64_t, int64_t>>& p);
 // Negative axes count from the end; IndexError "[op] axis 3 is out of range for 2 dimensions".
 int normalize_axis(int axis, int ndim, std::string_view op);
 std::vector<int> normalize_axes(const Axes& axes, int ndim, std::string_view op);  // sorted, unique
@@ -37,7 +38,7 @@ std::pair<Tensor, Tensor> broadcasted(const Tensor& x, const Operand& y, bool re
 Tensor to_float(const Tensor& x);
 // The order-reversing map (-x for floats, ~x for ints and bools) used for min/argmin/minimum.
 Tensor inverse(const Tensor& x);
-Tensor shrink_axis(const Tensor& x, int axis, int64_t begin, int64_t end);  // [begin, end) of one axis
+Tensor shrink_axis(const Tensor& x, int axis, sint begin, sint end);  // [begin, end) of one axis
 Tensor broadcast_axis(const Tensor& x, int axis, int64_t n);                // a size-1 axis expanded to n
 // Row-major strides trick: every step-th element along axis (pads the axis up to a multiple of step).
 Tensor take_every(const Tensor& x, int axis, int64_t step);

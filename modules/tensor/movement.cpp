@@ -19,20 +19,28 @@ Tensor movement(const Tensor& x, Ops op, Arg arg) {
   return detail::derive(UOp::make(op, x.dtype(), {x.uop()}, std::move(arg)), x, {&x});
 }
 
+bool is_minus_one(const sint& d) { return d == -1; }
+
+// Element counts agree: equal, or, where one is symbolic, equal at the variables' bound values (so a
+// (64,784) buffer can be viewed as (n,784) with n bound to 64: the way a variable enters a graph).
+bool same_count(const sint& a, const sint& b) {
+  return a == b || ((!a.is_number() || !b.is_number()) && a.bound() == b.bound());
+}
+
 // s with its one -1 filled in so it holds numel elements, or nullopt when that is impossible.
-std::optional<Shape> infer_shape(int64_t numel, Shape s) {
-  if (std::count(s.begin(), s.end(), -1) > 1) return std::nullopt;
-  int64_t known = 1;
-  for (int64_t d : s) {
-    if (d < -1) return std::nullopt;
-    if (d != -1) known *= d;
+std::optional<Shape> infer_shape(const sint& numel, Shape s) {
+  if (std::count_if(s.begin(), s.end(), is_minus_one) > 1) return std::nullopt;
+  sint known = 1;
+  for (const sint& d : s) {
+    if (d.is_number() && static_cast<int64_t>(d) < -1) return std::nullopt;
+    if (!is_minus_one(d)) known *= d;
   }
-  auto infer = std::find(s.begin(), s.end(), -1);
+  auto infer = std::find_if(s.begin(), s.end(), is_minus_one);
   if (infer != s.end()) {
-    if (known == 0 || numel % known != 0) return std::nullopt;
+    if (known == 0 || !(numel % known == 0)) return std::nullopt;
     *infer = numel / known;
   }
-  if (detail::prod(s) != numel) return std::nullopt;
+  if (!same_count(detail::prod(s), numel)) return std::nullopt;
   return s;
 }
 
@@ -44,7 +52,7 @@ Tensor Tensor::reshape(Shape new_shape) const {
     throw ShapeError("reshape",
                      fmt::format("cannot reshape {} to {}", shape_str(shape()), shape_str(new_shape)));
   if (*s == shape()) return *this;
-  return movement(*this, Ops::RESHAPE, IntVec(*s));
+  return movement(*this, Ops::RESHAPE, *s);
 }
 
 Tensor Tensor::expand(Shape new_shape) const {
@@ -55,13 +63,14 @@ Tensor Tensor::expand(Shape new_shape) const {
   Shape padded(lead, 1);
   padded.insert(padded.end(), old.begin(), old.end());
   for (size_t i = 0; i < new_shape.size(); i++) {
-    if (new_shape[i] == -1 && i >= lead) new_shape[i] = padded[i];
-    if (new_shape[i] < 0 || (padded[i] != 1 && padded[i] != new_shape[i]))
+    if (is_minus_one(new_shape[i]) && i >= lead) new_shape[i] = padded[i];
+    bool negative = new_shape[i].is_number() && static_cast<int64_t>(new_shape[i]) < 0;
+    if (negative || (!(padded[i] == 1) && !(padded[i] == new_shape[i])))
       throw ShapeError("expand", fmt::format("cannot expand {} to {}", shape_str(old), shape_str(new_shape)));
   }
   if (new_shape == old) return *this;
   Tensor x = lead ? reshape(padded) : *this;
-  return x.shape() == new_shape ? x : movement(x, Ops::EXPAND, IntVec(new_shape));
+  return x.shape() == new_shape ? x : movement(x, Ops::EXPAND, new_shape);
 }
 
 Tensor Tensor::permute(Dims order) const {
@@ -84,19 +93,20 @@ Tensor Tensor::permute(Dims order) const {
   return arg == identity ? *this : movement(*this, Ops::PERMUTE, arg);
 }
 
-Tensor Tensor::shrink(Pairs bounds) const {
+// Symbolic bounds are checked at their bound values here, and at their largest by the SHRINK shape rule.
+Tensor Tensor::shrink(ShapePairs bounds) const {
   if (static_cast<int>(bounds.size()) != ndim())
     throw ShapeError(
         "shrink", fmt::format("{} bounds for the {}-d shape {}", bounds.size(), ndim(), shape_str(shape())));
   bool identity = true;
   for (int i = 0; i < ndim(); i++) {
-    auto [b, e] = bounds[i];
-    if (b < 0 || b > e || e > shape()[i])
+    const auto& [b, e] = bounds[i];
+    if (b.bound() < 0 || b.bound() > e.bound() || e.bound() > shape()[i].bound())
       throw ShapeError("shrink",
                        fmt::format("bounds ({},{}) do not fit axis {} of {}", b, e, i, shape_str(shape())));
     identity &= b == 0 && e == shape()[i];
   }
-  return identity ? *this : movement(*this, Ops::SHRINK, IntPairs(bounds));
+  return identity ? *this : movement(*this, Ops::SHRINK, bounds);
 }
 
 Tensor Tensor::pad(Pairs padding, PadMode mode, Number value) const {
@@ -104,7 +114,8 @@ Tensor Tensor::pad(Pairs padding, PadMode mode, Number value) const {
     throw ShapeError(
         "pad", fmt::format("{} pads for the {}-d shape {}", padding.size(), ndim(), shape_str(shape())));
   // negative pads crop first (for reflect/replicate: after, so they see the full data)
-  Pairs crop, grow;
+  ShapePairs crop;
+  Pairs grow;
   for (int i = 0; i < ndim(); i++) {
     auto [b, a] = padding[i];
     crop.emplace_back(std::max<int64_t>(-b, 0), shape()[i] - std::max<int64_t>(-a, 0));
@@ -112,7 +123,7 @@ Tensor Tensor::pad(Pairs padding, PadMode mode, Number value) const {
   }
   if (mode == PadMode::CONSTANT || mode == PadMode::CIRCULAR) {
     for (auto& [b, e] : crop)
-      if (b > e)
+      if (b.bound() > e.bound())
         throw ShapeError("pad", fmt::format("negative padding removes more than {}", shape_str(shape())));
     Tensor x = shrink(crop);
     bool none = std::all_of(grow.begin(), grow.end(), [](auto p) { return p.first == 0 && p.second == 0; });
@@ -127,9 +138,9 @@ Tensor Tensor::pad(Pairs padding, PadMode mode, Number value) const {
       }
       return x;
     }
-    Tensor padded = movement(x, Ops::PAD, IntPairs(grow));
+    Tensor padded = movement(x, Ops::PAD, detail::size_pairs(grow));
     if (value.to_double() == 0) return padded;
-    return movement(x.ones_like(dtypes::bool_), Ops::PAD, IntPairs(grow)).where(padded, value);
+    return movement(x.ones_like(dtypes::bool_), Ops::PAD, detail::size_pairs(grow)).where(padded, value);
   }
   Tensor x = *this;
   for (int i = 0; i < ndim(); i++) {
@@ -150,7 +161,7 @@ Tensor Tensor::pad(Pairs padding, PadMode mode, Number value) const {
                           : detail::broadcast_axis(detail::shrink_axis(x, i, s - 1, s), i, a));
     x = parts.size() == 1 ? x : cat(parts, i);
   }
-  Pairs after;
+  ShapePairs after;
   for (int i = 0; i < ndim(); i++)
     after.emplace_back(crop[i].first, x.shape()[i] - (shape()[i] - crop[i].second));
   return x.shrink(after);
@@ -285,7 +296,8 @@ std::vector<Tensor> Tensor::split(int64_t size, int dim) const {
   int d = detail::normalize_axis(dim, ndim(), "split");
   if (size <= 0) throw ValueError("split", fmt::format("split size must be positive, got {}", size));
   Shape sizes;
-  for (int64_t at = 0; at < shape()[d]; at += size) sizes.push_back(std::min(size, shape()[d] - at));
+  int64_t len = shape()[d];
+  for (int64_t at = 0; at < len; at += size) sizes.push_back(std::min(size, len - at));
   return split(sizes, d);
 }
 
@@ -297,10 +309,10 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int dim) const {
 
 namespace detail {
 
-Tensor shrink_axis(const Tensor& x, int axis, int64_t begin, int64_t end) {
-  Pairs b;
+Tensor shrink_axis(const Tensor& x, int axis, sint begin, sint end) {
+  ShapePairs b;
   for (int i = 0; i < x.ndim(); i++)
-    b.emplace_back(i == axis ? std::pair{begin, end} : std::pair{int64_t{0}, x.shape()[i]});
+    b.emplace_back(i == axis ? std::pair{begin, end} : std::pair{sint(0), x.shape()[i]});
   return x.shrink(b);
 }
 

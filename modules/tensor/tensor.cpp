@@ -92,7 +92,7 @@ void Tensor::init_from_host(std::span<const std::byte> bytes, DType src, Shape s
   }
   std::string dev = device.empty() ? default_device_name() : canonical_device(device);
   RealizedBuffer rb = buffer_from_host(dev, dt, bytes);
-  *this = Tensor(UOp::make(Ops::RESHAPE, dt, {rb.buffer}, IntVec(shape)), dev, {rb.hold});
+  *this = Tensor(UOp::make(Ops::RESHAPE, dt, {rb.buffer}, shape), dev, {rb.hold});
 }
 
 Tensor::Impl& Tensor::impl() const {
@@ -102,8 +102,8 @@ Tensor::Impl& Tensor::impl() const {
 
 const UOpRef& Tensor::uop() const { return impl().uop; }
 const Shape& Tensor::shape() const { return *impl().uop->shape(); }
-int64_t Tensor::shape(int dim) const { return shape()[detail::normalize_axis(dim, ndim(), "shape")]; }
-int64_t Tensor::numel() const { return detail::prod(shape()); }
+sint Tensor::shape(int dim) const { return shape()[detail::normalize_axis(dim, ndim(), "shape")]; }
+sint Tensor::numel() const { return detail::prod(shape()); }
 const std::string& Tensor::device() const { return impl().device; }
 const std::vector<BufferHold>& Tensor::holds() const { return impl().holds; }
 bool Tensor::requires_grad() const { return impl().requires_grad; }
@@ -124,11 +124,13 @@ std::string shape_str(const Shape& s) {
   return fmt::format("({})", fmt::join(s, ","));
 }
 
-int64_t prod(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
+sint prod(const Shape& s) {
+  sint n = 1;
+  for (const sint& d : s) n *= d;
   return n;
 }
+
+ShapePairs size_pairs(const std::vector<std::pair<int64_t, int64_t>>& p) { return ShapePairs(p.begin(), p.end()); }
 
 int normalize_axis(int axis, int ndim, std::string_view op) {
   int a = axis < 0 ? axis + ndim : axis;
@@ -157,8 +159,8 @@ Tensor const_tensor(ConstValue v, DType d, const Shape& shape, std::string_view 
   Arg arg = std::visit([](auto x) -> Arg { return x; }, host::normalize(d, v));
   UOpRef u = UOp::make(Ops::CONST, d, {device_uop(device)}, std::move(arg));
   if (!shape.empty()) {
-    u = UOp::make(Ops::RESHAPE, d, {u}, IntVec(shape.size(), 1));
-    if (prod(shape) != 1) u = UOp::make(Ops::EXPAND, d, {u}, IntVec(shape));
+    u = UOp::make(Ops::RESHAPE, d, {u}, Shape(shape.size(), 1));
+    if (prod(shape) != 1) u = UOp::make(Ops::EXPAND, d, {u}, shape);
   }
   return Tensor(u, std::string(device));
 }
@@ -226,7 +228,7 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
     const Shape& shape = *im.uop->shape();
     // a tensor without elements needs no kernel, only an empty buffer
     RealizedBuffer rb = tensors[i].numel() > 0 ? bufs[k++] : buffer_empty(im.device, im.uop->dtype(), 0);
-    im.replace_uop(UOp::make(Ops::RESHAPE, im.uop->dtype(), {rb.buffer}, IntVec(shape)), {rb.hold});
+    im.replace_uop(UOp::make(Ops::RESHAPE, im.uop->dtype(), {rb.buffer}, shape), {rb.hold});
   }
 }
 

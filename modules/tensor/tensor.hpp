@@ -23,7 +23,6 @@
 
 namespace tg {
 
-using Shape = std::vector<int64_t>;
 using Dims = std::vector<int>;
 
 // A scalar argument. It remembers whether it was written as a bool, an integer or a floating-point
@@ -41,6 +40,7 @@ class Number {
     else
       v_ = static_cast<double>(v);
   }
+  Number(const sint& s) : v_(static_cast<int64_t>(s)) {}  // throws ShapeError for a symbolic size
   const ConstValue& value() const { return v_; }
   bool is_bool() const { return std::holds_alternative<bool>(v_); }
   bool is_int() const { return std::holds_alternative<int64_t>(v_); }
@@ -183,9 +183,9 @@ class Tensor {
   bool defined() const { return impl_ != nullptr; }
   const UOpRef& uop() const;
   const Shape& shape() const;
-  int64_t shape(int dim) const;  // negative dims count from the end
+  sint shape(int dim) const;  // negative dims count from the end
   int ndim() const { return static_cast<int>(shape().size()); }
-  int64_t numel() const;
+  sint numel() const;
   DType dtype() const { return uop()->dtype(); }
   const std::string& device() const;
   const std::vector<BufferHold>& holds() const;
@@ -303,7 +303,7 @@ class Tensor {
   Tensor permute(Dims order) const;
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> padding, PadMode mode = PadMode::CONSTANT,
              Number value = 0) const;  // (before, after) per axis; negative pads crop
-  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> bounds) const;  // [begin, end) per axis
+  Tensor shrink(ShapePairs bounds) const;  // [begin, end) per axis
   Tensor flip(Dims axes) const;
   Tensor transpose(int dim0 = 1, int dim1 = 0) const;
   Tensor flatten(int start_dim = 0, int end_dim = -1) const;

@@ -23,9 +23,23 @@ uint64_t double_bits(double d) { return std::isnan(d) ? 0x7FF8000000000000ull : 
 
 uint64_t hash_ints(const int64_t* p, size_t n) { return hash_bytes(p, n * sizeof(int64_t)); }
 
-std::string int_tuple(const IntVec& v) {
+template <typename V>
+std::string int_tuple(const V& v) {
   if (v.size() == 1) return fmt::format("({},)", v[0]);
   return fmt::format("({})", fmt::join(v, ", "));
+}
+
+template <typename P>
+std::string pair_tuple(const P& v) {
+  std::vector<std::string> parts;
+  for (const auto& [x, y] : v) parts.push_back(fmt::format("({}, {})", x, y));
+  return parts.size() == 1 ? fmt::format("({},)", parts[0]) : fmt::format("({})", fmt::join(parts, ", "));
+}
+
+uint64_t hash_sizes(const Shape& v) {
+  uint64_t r = v.size();
+  for (const sint& x : v) r = hash_combine(r, x.hash());
+  return r;
 }
 
 }  // namespace
@@ -59,7 +73,13 @@ uint64_t hash_arg(const Arg& a) {
                                      static_cast<uint64_t>(x.max));
                },
                [](Ops op) -> uint64_t { return static_cast<uint64_t>(op); },
-               [](const OpaquePtr& p) -> uint64_t { return p ? p->hash() : 0; }},
+               [](const OpaquePtr& p) -> uint64_t { return p ? p->hash() : 0; },
+               [](const Shape& v) -> uint64_t { return hash_sizes(v); },
+               [](const ShapePairs& v) -> uint64_t {
+                 uint64_t r = v.size();
+                 for (const auto& [x, y] : v) r = hash_combine(hash_combine(r, x.hash()), y.hash());
+                 return r;
+               }},
       a);
   return hash_combine(h, a.index());
 }
@@ -89,12 +109,7 @@ std::string arg_str(const Arg& a) {
                              [](double d) -> std::string { return float_str(d); },
                              [](const std::string& s) -> std::string { return fmt::format("'{}'", s); },
                              [](const IntVec& v) -> std::string { return int_tuple(v); },
-                             [](const IntPairs& v) -> std::string {
-                               std::vector<std::string> parts;
-                               for (auto [x, y] : v) parts.push_back(fmt::format("({}, {})", x, y));
-                               return parts.size() == 1 ? fmt::format("({},)", parts[0])
-                                                        : fmt::format("({})", fmt::join(parts, ", "));
-                             },
+                             [](const IntPairs& v) -> std::string { return pair_tuple(v); },
                              [](const AxisArg& x) -> std::string {
                                return fmt::format("({}, AxisType.{})", x.id, axis_type_name(x.type));
                              },
@@ -105,7 +120,9 @@ std::string arg_str(const Arg& a) {
                                return fmt::format("('{}', {}, {})", x.name, x.min, x.max);
                              },
                              [](Ops op) -> std::string { return fmt::format("Ops.{}", op_name(op)); },
-                             [](const OpaquePtr& p) -> std::string { return p ? p->str() : "None"; }},
+                             [](const OpaquePtr& p) -> std::string { return p ? p->str() : "None"; },
+                             [](const Shape& v) -> std::string { return int_tuple(v); },
+                             [](const ShapePairs& v) -> std::string { return pair_tuple(v); }},
                     a);
 }
 

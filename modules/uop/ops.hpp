@@ -27,11 +27,11 @@ enum class Ops : uint8_t {
   AFTER,        // (x, deps...): x, ordered after deps
 
   // movement (tensor level; lowered to index arithmetic by the scheduler)
-  RESHAPE,  // arg = new shape (IntVec)
+  RESHAPE,  // arg = new shape (Shape: sizes may be symbolic)
   PERMUTE,  // arg = axis order (IntVec)
-  EXPAND,   // arg = new shape (IntVec)
-  PAD,      // arg = (before, after) per axis (IntPairs)
-  SHRINK,   // arg = (begin, end) per axis (IntPairs)
+  EXPAND,   // arg = new shape (Shape)
+  PAD,      // arg = (before, after) per axis (ShapePairs)
+  SHRINK,   // arg = (begin, end) per axis (ShapePairs)
   FLIP,     // arg = 0/1 per axis (IntVec)
 
   // reduce

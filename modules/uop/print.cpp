@@ -166,6 +166,17 @@ std::string render_cpp(const Arg& a) {
     for (auto [x, y] : *v) parts.push_back(fmt::format("{{{}, {}}}", cpp_int(x), cpp_int(y)));
     return fmt::format("IntPairs{{{}}}", fmt::join(parts, ", "));
   }
+  auto size = [](const sint& x) { return x.is_number() ? cpp_int(x) : fmt::format("/* {} */ sint()", x); };
+  if (const Shape* v = std::get_if<Shape>(&a)) {
+    std::vector<std::string> parts;
+    for (const sint& x : *v) parts.push_back(size(x));
+    return fmt::format("Shape{{{}}}", fmt::join(parts, ", "));
+  }
+  if (const ShapePairs* v = std::get_if<ShapePairs>(&a)) {
+    std::vector<std::string> parts;
+    for (const auto& [x, y] : *v) parts.push_back(fmt::format("{{{}, {}}}", size(x), size(y)));
+    return fmt::format("ShapePairs{{{}}}", fmt::join(parts, ", "));
+  }
   if (const AxisArg* x = std::get_if<AxisArg>(&a))
     return fmt::format("AxisArg{{{}, AxisType::{}}}", cpp_int(x->id), axis_type_name(x->type));
   if (const ReduceArg* x = std::get_if<ReduceArg>(&a))

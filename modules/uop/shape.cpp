@@ -13,7 +13,8 @@ namespace tg {
 
 namespace {
 
-std::string shape_str(const IntVec& s) {
+template <typename V>
+std::string shape_str(const V& s) {
   if (s.size() == 1) return fmt::format("({},)", s[0]);
   return fmt::format("({})", fmt::join(s, ","));
 }
@@ -27,28 +28,34 @@ std::string lower_name(Ops op) {
 
 [[noreturn]] void fail(Ops op, const std::string& what) { throw ShapeError(lower_name(op), what); }
 
-int64_t prod(const IntVec& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
+sint prod(const Shape& s) {
+  sint n = 1;
+  for (const sint& d : s) n *= d;
   return n;
 }
 
-IntVec reshape_rule(const UOp& u, const IntVec& in) {
-  const IntVec& out = u.arg_as<IntVec>();
-  if (std::any_of(out.begin(), out.end(), [](int64_t d) { return d < 0; }) || prod(out) != prod(in))
+bool negative(const sint& d) { return d.is_number() ? static_cast<int64_t>(d) < 0 : d.bound() < 0; }
+
+// A reshape keeps the number of elements. Between a number and a symbolic count it is checked at the
+// variables' bound values: that is how a variable enters (a (64,784) buffer viewed as (n,784), n bound to 64).
+Shape reshape_rule(const UOp& u, const Shape& in) {
+  const Shape& out = u.arg_as<Shape>();
+  sint a = prod(out), b = prod(in);
+  bool same = a == b || ((!a.is_number() || !b.is_number()) && a.bound() == b.bound());
+  if (std::any_of(out.begin(), out.end(), negative) || !same)
     fail(u.op(), fmt::format("cannot reshape {} to {}", shape_str(in), shape_str(out)));
   return out;
 }
 
-IntVec expand_rule(const UOp& u, const IntVec& in) {
-  const IntVec& out = u.arg_as<IntVec>();
+Shape expand_rule(const UOp& u, const Shape& in) {
+  const Shape& out = u.arg_as<Shape>();
   bool ok = out.size() == in.size();
-  for (size_t i = 0; ok && i < in.size(); i++) ok = out[i] >= 0 && (in[i] == out[i] || in[i] == 1);
+  for (size_t i = 0; ok && i < in.size(); i++) ok = !negative(out[i]) && (in[i] == out[i] || in[i] == 1);
   if (!ok) fail(u.op(), fmt::format("cannot expand {} to {}", shape_str(in), shape_str(out)));
   return out;
 }
 
-IntVec permute_rule(const UOp& u, const IntVec& in) {
+Shape permute_rule(const UOp& u, const Shape& in) {
   const IntVec& order = u.arg_as<IntVec>();
   std::vector<bool> seen(in.size(), false);
   bool ok = order.size() == in.size();
@@ -59,35 +66,38 @@ IntVec permute_rule(const UOp& u, const IntVec& in) {
   if (!ok)
     fail(u.op(), fmt::format("{} is not a permutation of the {} axes of {}", shape_str(order), in.size(),
                              shape_str(in)));
-  IntVec out(in.size());
+  Shape out(in.size());
   for (size_t i = 0; i < in.size(); i++) out[i] = in[order[i]];
   return out;
 }
 
-IntVec pad_shrink_rule(const UOp& u, const IntVec& in) {
-  const IntPairs& p = u.arg_as<IntPairs>();
+// Symbolic bounds are checked at the variables' bound values, and a shrink must fit at their largest too.
+Shape pad_shrink_rule(const UOp& u, const Shape& in) {
+  const ShapePairs& p = u.arg_as<ShapePairs>();
   const char* kind = u.op() == Ops::PAD ? "padding" : "shrink bounds";
   if (p.size() != in.size())
     fail(u.op(), fmt::format("{} {} given for the {}-d shape {}", p.size(), kind, in.size(), shape_str(in)));
-  IntVec out(in.size());
+  Shape out(in.size());
   for (size_t i = 0; i < in.size(); i++) {
-    auto [a, b] = p[i];
-    bool ok = u.op() == Ops::PAD ? (a >= 0 && b >= 0) : (0 <= a && a <= b && b <= in[i]);
+    const auto& [a, b] = p[i];
+    int64_t lo = a.bound(), hi = b.bound(), n = in[i].bound();
+    bool ok = u.op() == Ops::PAD ? (lo >= 0 && hi >= 0)
+                                 : (0 <= lo && lo <= hi && hi <= n && (b.is_number() || b.max() <= in[i].max()));
     if (!ok) fail(u.op(), fmt::format("bad {} ({},{}) for axis {} of {}", kind, a, b, i, shape_str(in)));
     out[i] = u.op() == Ops::PAD ? in[i] + a + b : b - a;
   }
   return out;
 }
 
-IntVec flip_rule(const UOp& u, const IntVec& in) {
+Shape flip_rule(const UOp& u, const Shape& in) {
   const IntVec& f = u.arg_as<IntVec>();
   if (f.size() != in.size() || std::any_of(f.begin(), f.end(), [](int64_t x) { return x != 0 && x != 1; }))
     fail(u.op(), fmt::format("flip mask {} does not fit {}", shape_str(f), shape_str(in)));
   return in;
 }
 
-IntVec reduce_rule(const UOp& u, const IntVec& in) {
-  IntVec out = in;
+Shape reduce_rule(const UOp& u, const Shape& in) {
+  Shape out = in;
   for (int64_t a : u.arg_as<ReduceArg>().axes) {
     if (a < 0 || a >= static_cast<int64_t>(in.size()))
       fail(u.op(), fmt::format("axis {} is out of range for {}", a, shape_str(in)));
@@ -96,50 +106,50 @@ IntVec reduce_rule(const UOp& u, const IntVec& in) {
   return out;
 }
 
-IntVec bitcast_rule(const UOp& u, const IntVec& in) {
+Shape bitcast_rule(const UOp& u, const Shape& in) {
   size_t from = u.src(0)->dtype().itemsize(), to = u.dtype().itemsize();
   if (from == to) return in;
   if (in.empty() || (in.back() * static_cast<int64_t>(from)) % static_cast<int64_t>(to) != 0)
     fail(u.op(), fmt::format("cannot bitcast {} {} to {}: the last axis must hold whole elements",
                              shape_str(in), u.src(0)->dtype().name(), u.dtype().name()));
-  IntVec out = in;
+  Shape out = in;
   out.back() = out.back() * static_cast<int64_t>(from) / static_cast<int64_t>(to);
   return out;
 }
 
 // All sources must have equal shapes; a source without a shape means this is a kernel-level node.
-std::shared_ptr<const IntVec> same_shape_rule(const UOp& u) {
-  const IntVec* first = nullptr;
+std::shared_ptr<const Shape> same_shape_rule(const UOp& u) {
+  const Shape* first = nullptr;
   for (const UOpRef& s : u.src()) {
-    const IntVec* sh = s->shape();
+    const Shape* sh = s->shape();
     if (sh == nullptr) return nullptr;
     if (first == nullptr)
       first = sh;
     else if (*sh != *first)
       fail(u.op(), fmt::format("sources have different shapes {} and {}", shape_str(*first), shape_str(*sh)));
   }
-  return first ? std::make_shared<const IntVec>(*first) : std::make_shared<const IntVec>();
+  return first ? std::make_shared<const Shape>(*first) : std::make_shared<const Shape>();
 }
 
-std::shared_ptr<const IntVec> compute_shape(const UOp& u) {
-  auto from_src0 = [&](auto rule) -> std::shared_ptr<const IntVec> {
+std::shared_ptr<const Shape> compute_shape(const UOp& u) {
+  auto from_src0 = [&](auto rule) -> std::shared_ptr<const Shape> {
     if (u.src().empty()) return nullptr;
-    const IntVec* in = u.src(0)->shape();
+    const Shape* in = u.src(0)->shape();
     if (in == nullptr) return nullptr;
-    return std::make_shared<const IntVec>(rule(u, *in));
+    return std::make_shared<const Shape>(rule(u, *in));
   };
-  auto same = [](const UOp&, const IntVec& in) { return in; };
+  auto same = [](const UOp&, const Shape& in) { return in; };
   switch (u.op()) {
     case Ops::BUFFER:
-      return std::make_shared<const IntVec>(IntVec{u.arg_as<int64_t>()});
+      return std::make_shared<const Shape>(Shape{u.arg_as<int64_t>()});
     case Ops::BUFFER_VIEW:
       if (auto* v = std::get_if<IntVec>(&u.arg()); v && !v->empty())
-        return std::make_shared<const IntVec>(IntVec{(*v)[0]});
-      return std::make_shared<const IntVec>(IntVec{u.arg_as<IntPairs>().at(0).first});
+        return std::make_shared<const Shape>(Shape{(*v)[0]});
+      return std::make_shared<const Shape>(Shape{u.arg_as<IntPairs>().at(0).first});
     case Ops::CONST:
     case Ops::DEFINE_VAR:
     case Ops::BIND:
-      return std::make_shared<const IntVec>();
+      return std::make_shared<const Shape>();
     case Ops::RESHAPE:
       return from_src0(reshape_rule);
     case Ops::EXPAND:
@@ -173,10 +183,10 @@ std::shared_ptr<const IntVec> compute_shape(const UOp& u) {
 
 }  // namespace
 
-const IntVec* UOp::shape() const {
+const Shape* UOp::shape() const {
   if (!shape_done_.load(std::memory_order_acquire)) {
-    std::shared_ptr<const IntVec> s = compute_shape(*this);
-    std::shared_ptr<const IntVec> expected;
+    std::shared_ptr<const Shape> s = compute_shape(*this);
+    std::shared_ptr<const Shape> expected;
     // The first stored result wins, so a pointer handed out earlier stays valid.
     shape_.compare_exchange_strong(expected, std::move(s));
     shape_done_.store(true, std::memory_order_release);

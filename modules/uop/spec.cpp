@@ -233,15 +233,15 @@ const PatternMatcher& tensor_spec() {
           {UPat(OpSet{Ops::RESHAPE, Ops::EXPAND}),
            check(
                [](M& m) {
-                 return !node(m).src().empty() && node(m).dtype() == sd(m, 0) && arg_is<IntVec>(m);
+                 return !node(m).src().empty() && node(m).dtype() == sd(m, 0) && arg_is<Shape>(m);
                },
-               "RESHAPE and EXPAND take the new shape (IntVec) and keep the dtype")},
+               "RESHAPE and EXPAND take the new shape (Shape) and keep the dtype")},
           {UPat(OpSet{Ops::PAD, Ops::SHRINK}),
            check(
                [](M& m) {
-                 return !node(m).src().empty() && node(m).dtype() == sd(m, 0) && arg_is<IntPairs>(m);
+                 return !node(m).src().empty() && node(m).dtype() == sd(m, 0) && arg_is<ShapePairs>(m);
                },
-               "PAD and SHRINK take (begin, end) pairs per axis and keep the dtype")},
+               "PAD and SHRINK take (begin, end) pairs per axis (ShapePairs) and keep the dtype")},
           {UPat(Ops::REDUCE_AXIS),
            check(
                [](M& m) {

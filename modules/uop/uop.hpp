@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "base/dtype.hpp"
 #include "uop/ops.hpp"
 
@@ -23,47 +25,6 @@ namespace tg {
 
 class UOp;
 class UOpRef;
-
-// ---- typed args ----
-using IntVec = std::vector<int64_t>;
-using IntPairs = std::vector<std::pair<int64_t, int64_t>>;
-
-enum class AxisType : uint8_t { GLOBAL, LOCAL, LOOP, THREAD, GROUP_REDUCE, REDUCE, UPCAST, UNROLL, OUTER };
-std::string_view axis_type_name(AxisType t);
-
-struct AxisArg {  // RANGE
-  int64_t id = 0;
-  AxisType type = AxisType::LOOP;
-  friend bool operator==(const AxisArg&, const AxisArg&) = default;
-};
-struct ReduceArg {  // REDUCE_AXIS
-  Ops op = Ops::ADD;  // ADD, MUL or MAX
-  IntVec axes;
-  friend bool operator==(const ReduceArg&, const ReduceArg&) = default;
-};
-struct VarArg {  // DEFINE_VAR
-  std::string name;
-  int64_t min = 0, max = 0;
-  friend bool operator==(const VarArg&, const VarArg&) = default;
-};
-// Payloads owned by later stages (kernel info, opts...): compared and hashed structurally.
-class OpaqueArg {
- public:
-  virtual ~OpaqueArg() = default;
-  virtual uint64_t hash() const = 0;
-  virtual bool equals(const OpaqueArg& o) const = 0;
-  virtual std::string str() const = 0;
-};
-using OpaquePtr = std::shared_ptr<const OpaqueArg>;
-
-// CONST values: bool, integers as int64_t (uint64 values keep their bit pattern), floats as double.
-using ConstValue = std::variant<bool, int64_t, double>;
-using Arg = std::variant<std::monostate, bool, int64_t, double, std::string, IntVec, IntPairs, AxisArg, ReduceArg,
-                         VarArg, Ops, OpaquePtr>;
-
-uint64_t hash_arg(const Arg& a);
-bool arg_equal(const Arg& a, const Arg& b);  // OpaquePtr compares by equals(), the rest by value
-std::string arg_str(const Arg& a);
 
 // ---- the handle ----
 // Intrusive reference to an interned UOp. == is identity (which is structural equality).
@@ -90,6 +51,120 @@ class UOpRef {
   const UOp* p_ = nullptr;
 };
 
+// ---- sizes ----
+// A size: a number, or an index expression over bound variables (BIND nodes) for axes whose size changes
+// between runs (a batch size, a sequence position). Numbers convert implicitly both ways. Reading a
+// symbolic size as a number throws ShapeError, so code not written for variables fails clearly instead of
+// baking one value in; the operators below keep sizes symbolic.
+class sint {
+ public:
+  sint() = default;
+  template <std::integral T>
+  sint(T v) : v_(static_cast<int64_t>(v)) {}  // NOLINT: a number is a size
+  static sint of(const UOpRef& expr);         // simplified; a constant becomes a number
+
+  operator int64_t() const {  // NOLINT: sizes read as numbers wherever they are numbers
+    if (e_) [[unlikely]]
+      used_as_number();
+    return v_;
+  }
+  bool is_number() const noexcept { return !e_; }
+  const UOpRef& expr() const noexcept { return e_; }  // null for a number
+  UOpRef uop() const;                                 // index-dtype node: a CONST for a number
+  int64_t bound() const;                              // with every variable at its bound value
+  int64_t max() const;                                // the largest over the variables' ranges
+  uint64_t hash() const noexcept;
+  std::string str() const;  // "784", "n", "(n*784)"
+
+  sint& operator+=(const sint& o);
+  sint& operator*=(const sint& o);
+
+ private:
+  [[noreturn]] void used_as_number() const;
+  int64_t v_ = 0;
+  UOpRef e_;
+};
+template <typename A, typename B>
+concept SizeOperands = (std::same_as<A, sint> || std::same_as<B, sint>)&&(
+    std::same_as<A, sint> || std::integral<A>)&&(std::same_as<B, sint> || std::integral<B>);
+sint size_add(const sint& a, const sint& b);
+sint size_mul(const sint& a, const sint& b);
+sint size_div(const sint& a, const sint& b);  // floor division of non-negative sizes
+sint size_mod(const sint& a, const sint& b);
+bool size_same(const sint& a, const sint& b);  // equal numbers, or the same simplified expression
+// Templates so that `s * 2` prefers these over the built-in operators (which need a conversion of s).
+template <typename A, typename B>
+requires SizeOperands<A, B> sint operator+(const A& a, const B& b) { return size_add(sint(a), sint(b)); }
+template <typename A, typename B>
+requires SizeOperands<A, B> sint operator-(const A& a, const B& b) {
+  return size_add(sint(a), size_mul(sint(b), -1));
+}
+template <typename A, typename B>
+requires SizeOperands<A, B> sint operator*(const A& a, const B& b) { return size_mul(sint(a), sint(b)); }
+template <typename A, typename B>
+requires SizeOperands<A, B> sint operator/(const A& a, const B& b) { return size_div(sint(a), sint(b)); }
+template <typename A, typename B>
+requires SizeOperands<A, B> sint operator%(const A& a, const B& b) { return size_mod(sint(a), sint(b)); }
+template <typename A, typename B>
+requires SizeOperands<A, B>
+bool operator==(const A& a, const B& b) { return size_same(sint(a), sint(b)); }
+
+// Shapes of tensor-level nodes, and the RESHAPE/EXPAND (Shape) and PAD/SHRINK (ShapePairs) args.
+using Shape = std::vector<sint>;
+using ShapePairs = std::vector<std::pair<sint, sint>>;
+bool is_symbolic(const Shape& s);
+std::vector<int64_t> to_ints(const Shape& s);  // throws ShapeError for a symbolic size
+// JSON (nlohmann, found by ADL): a size is a number.
+template <typename Json>
+void from_json(const Json& j, sint& s) {
+  s = j.template get<int64_t>();
+}
+template <typename Json>
+void to_json(Json& j, const sint& s) {
+  j = static_cast<int64_t>(s);
+}
+
+// ---- typed args ----
+using IntVec = std::vector<int64_t>;
+using IntPairs = std::vector<std::pair<int64_t, int64_t>>;
+
+enum class AxisType : uint8_t { GLOBAL, LOCAL, LOOP, THREAD, GROUP_REDUCE, REDUCE, UPCAST, UNROLL, OUTER };
+std::string_view axis_type_name(AxisType t);
+
+struct AxisArg {  // RANGE
+  int64_t id = 0;
+  AxisType type = AxisType::LOOP;
+  friend bool operator==(const AxisArg&, const AxisArg&) = default;
+};
+struct ReduceArg {    // REDUCE_AXIS
+  Ops op = Ops::ADD;  // ADD, MUL or MAX
+  IntVec axes;
+  friend bool operator==(const ReduceArg&, const ReduceArg&) = default;
+};
+struct VarArg {  // DEFINE_VAR
+  std::string name;
+  int64_t min = 0, max = 0;
+  friend bool operator==(const VarArg&, const VarArg&) = default;
+};
+// Payloads owned by later stages (kernel info, opts...): compared and hashed structurally.
+class OpaqueArg {
+ public:
+  virtual ~OpaqueArg() = default;
+  virtual uint64_t hash() const = 0;
+  virtual bool equals(const OpaqueArg& o) const = 0;
+  virtual std::string str() const = 0;
+};
+using OpaquePtr = std::shared_ptr<const OpaqueArg>;
+
+// CONST values: bool, integers as int64_t (uint64 values keep their bit pattern), floats as double.
+using ConstValue = std::variant<bool, int64_t, double>;
+using Arg = std::variant<std::monostate, bool, int64_t, double, std::string, IntVec, IntPairs, AxisArg,
+                         ReduceArg, VarArg, Ops, OpaquePtr, Shape, ShapePairs>;
+
+uint64_t hash_arg(const Arg& a);
+bool arg_equal(const Arg& a, const Arg& b);  // OpaquePtr compares by equals(), the rest by value
+std::string arg_str(const Arg& a);
+
 // ---- the node ----
 class UOp {
  public:
@@ -103,8 +178,10 @@ class UOp {
   static UOpRef const_(DType dtype, double v);  // convenience: ints/bools truncate/convert
   template <std::integral T>  // exact for every integer (an int64 through double would lose bits)
   static UOpRef const_(DType dtype, T v) {
-    if constexpr (std::is_same_v<T, bool>) return const_(dtype, ConstValue{v});
-    else return const_(dtype, ConstValue{static_cast<int64_t>(v)});
+    if constexpr (std::is_same_v<T, bool>)
+      return const_(dtype, ConstValue{v});
+    else
+      return const_(dtype, ConstValue{static_cast<int64_t>(v)});
   }
   static UOpRef variable(std::string name, int64_t min, int64_t max, DType dtype = dtypes::index);
   static UOpRef range(const UOpRef& end, int64_t id, AxisType type = AxisType::LOOP);
@@ -132,9 +209,9 @@ class UOp {
   UOpRef alu(Ops op, const UOpRef& b, const UOpRef& c) const;
   UOpRef cast(DType d) const;
   UOpRef bitcast(DType d) const;
-  UOpRef lt(const UOpRef& b) const;  // CMPLT
-  UOpRef ne(const UOpRef& b) const;  // CMPNE
-  UOpRef eq(const UOpRef& b) const;  // CMPEQ
+  UOpRef lt(const UOpRef& b) const;                      // CMPLT
+  UOpRef ne(const UOpRef& b) const;                      // CMPNE
+  UOpRef eq(const UOpRef& b) const;                      // CMPEQ
   UOpRef where(const UOpRef& a, const UOpRef& b) const;  // this ? a : b
   UOpRef maximum(const UOpRef& b) const;
   UOpRef const_like(ConstValue v) const;  // CONST with this node's dtype
@@ -154,7 +231,7 @@ class UOp {
   // Shape of a tensor-level node (movement, ALU, REDUCE_AXIS, BUFFER, CONST with a view...): computed once
   // by the rules in uop/shape.cpp and cached in the node. nullptr for nodes without a shape (kernel level).
   // Throws ShapeError naming the op for an inconsistent graph.
-  const IntVec* shape() const;
+  const Shape* shape() const;
   // One line: "UOp(Ops.ADD, dtypes.int, arg=None, src=(Ops.DEFINE_VAR, Ops.CONST))" (trees: print.hpp).
   std::string str() const;
   // Memo of graph_rewrite with a memoized (pure) PatternMatcher: bit `slot` set means this node and every
@@ -184,7 +261,7 @@ class UOp {
   mutable std::atomic<uint16_t> fixed_{0};        // fixed point of memoized matcher `slot` (bit per slot)
   mutable ConstValue vmin_{int64_t{0}}, vmax_{int64_t{0}};
   ConstValue cval_{int64_t{0}};  // the value of a CONST (arg converted), so const_value() can point at it
-  mutable std::atomic<std::shared_ptr<const IntVec>> shape_{};  // filled by shape()
+  mutable std::atomic<std::shared_ptr<const Shape>> shape_{};  // filled by shape()
   mutable std::atomic<bool> shape_done_{false};
 };
 
@@ -232,4 +309,11 @@ const T& UOp::arg_as() const {
 template <>
 struct std::hash<tg::UOpRef> {
   size_t operator()(const tg::UOpRef& u) const noexcept { return std::hash<const void*>()(u.get()); }
+};
+
+template <>
+struct fmt::formatter<tg::sint> : fmt::formatter<std::string_view> {
+  auto format(const tg::sint& s, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(s.str(), ctx);
+  }
 };

@@ -96,6 +96,8 @@ std::vector<Index> indices(const json& spec, const Ins& x) {
   return out;
 }
 
+ShapePairs size_pairs(const std::vector<std::pair<int64_t, int64_t>>& p) { return {p.begin(), p.end()}; }
+
 std::vector<std::pair<int64_t, int64_t>> pairs(const json& v) {
   std::vector<std::pair<int64_t, int64_t>> out;
   for (const json& p : v) out.emplace_back(p[0].get<int64_t>(), p[1].get<int64_t>());
@@ -198,7 +200,7 @@ const std::map<std::string, Op>& ops() {
       {"permute", {OP(x[0].permute(a["order"].get<Dims>()))}},
       {"expand", {OP(x[0].expand(a["shape"].get<Shape>()))}},
       {"pad", {OP(x[0].pad(pairs(a["pads"]), pad_mode(a["mode"]), a.contains("value") ? num(a["value"]) : 0))}},
-      {"shrink", {OP(x[0].shrink(pairs(a["bounds"])))}},
+      {"shrink", {OP(x[0].shrink(size_pairs(pairs(a["bounds"]))))}},
       {"flip", {OP(x[0].flip(a["axes"].get<Dims>()))}},
       {"transpose", {OP(x[0].transpose(a["dim0"], a["dim1"]))}},
       {"flatten", {OP(x[0].flatten(a["start"], a["end"]))}},

@@ -18,7 +18,7 @@ using namespace tg;
 inline UOpRef device(const char* name = "NULL") {
   return UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(name));
 }
-inline const IntVec& shp(const UOpRef& x) { return *x->shape(); }
+inline IntVec shp(const UOpRef& x) { return to_ints(*x->shape()); }
 inline int64_t numel(const IntVec& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
@@ -27,17 +27,19 @@ inline int64_t numel(const IntVec& s) {
 
 // ---- movement ----
 inline UOpRef reshape(const UOpRef& x, IntVec s) {
-  return UOp::make(Ops::RESHAPE, x->dtype(), {x}, std::move(s));
+  return UOp::make(Ops::RESHAPE, x->dtype(), {x}, Shape(s.begin(), s.end()));
 }
 inline UOpRef expand(const UOpRef& x, IntVec s) {
-  return UOp::make(Ops::EXPAND, x->dtype(), {x}, std::move(s));
+  return UOp::make(Ops::EXPAND, x->dtype(), {x}, Shape(s.begin(), s.end()));
 }
 inline UOpRef permute(const UOpRef& x, IntVec o) {
   return UOp::make(Ops::PERMUTE, x->dtype(), {x}, std::move(o));
 }
-inline UOpRef pad(const UOpRef& x, IntPairs p) { return UOp::make(Ops::PAD, x->dtype(), {x}, std::move(p)); }
+inline UOpRef pad(const UOpRef& x, IntPairs p) {
+  return UOp::make(Ops::PAD, x->dtype(), {x}, ShapePairs(p.begin(), p.end()));
+}
 inline UOpRef shrink(const UOpRef& x, IntPairs p) {
-  return UOp::make(Ops::SHRINK, x->dtype(), {x}, std::move(p));
+  return UOp::make(Ops::SHRINK, x->dtype(), {x}, ShapePairs(p.begin(), p.end()));
 }
 inline UOpRef flip(const UOpRef& x, IntVec f) { return UOp::make(Ops::FLIP, x->dtype(), {x}, std::move(f)); }
 

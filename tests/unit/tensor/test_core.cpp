@@ -171,12 +171,12 @@ BOOST_AUTO_TEST_CASE(shape_and_axis_errors) {
 BOOST_AUTO_TEST_CASE(shape_rules_in_the_graph) {
   // UOp::shape() checks graphs built by hand too
   Tensor a = Tensor::zeros({3, 4});
-  UOpRef bad = UOp::make(Ops::RESHAPE, dtypes::float32, {a.uop()}, IntVec{5});
+  UOpRef bad = UOp::make(Ops::RESHAPE, dtypes::float32, {a.uop()}, Shape{5});
   expect_error<ShapeError>([&] { bad->shape(); }, "[reshape] cannot reshape (3,4) to (5,)");
   UOpRef r = UOp::make(Ops::REDUCE_AXIS, dtypes::float32, {a.uop()}, ReduceArg{Ops::ADD, {1}});
-  BOOST_TEST((*r->shape() == IntVec{3, 1}));
-  UOpRef p = UOp::make(Ops::PAD, dtypes::float32, {a.uop()}, IntPairs{{1, 0}, {0, 2}});
-  BOOST_TEST((*p->shape() == IntVec{4, 6}));
+  BOOST_TEST((*r->shape() == Shape{3, 1}));
+  UOpRef p = UOp::make(Ops::PAD, dtypes::float32, {a.uop()}, ShapePairs{{1, 0}, {0, 2}});
+  BOOST_TEST((*p->shape() == Shape{4, 6}));
   UOpRef mix = UOp::make(Ops::ADD, dtypes::float32, {a.uop(), p});
   expect_error<ShapeError>([&] { mix->shape(); }, "[add] sources have different shapes (3,4) and (4,6)");
   BOOST_TEST(UOp::range(UOp::const_(dtypes::index, int64_t{4}), 0)->shape() == nullptr);  // kernel level

@@ -86,10 +86,10 @@ BOOST_AUTO_TEST_CASE(a_tensor_graph_passes) {
   UOpRef dev = UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string("CPU"));
   UOpRef buf = UOp::make(Ops::BUFFER, dtypes::float32,
                          {UOp::make(Ops::UNIQUE, dtypes::void_, {}, int64_t{0}), dev}, int64_t{12});
-  UOpRef x = UOp::make(Ops::RESHAPE, dtypes::float32, {buf}, IntVec{3, 4});
+  UOpRef x = UOp::make(Ops::RESHAPE, dtypes::float32, {buf}, Shape{3, 4});
   UOpRef t = UOp::make(Ops::PERMUTE, dtypes::float32, {x}, IntVec{1, 0});
   UOpRef s = UOp::make(Ops::REDUCE_AXIS, dtypes::float32, {t * t}, ReduceArg{Ops::ADD, {1}});
-  UOpRef p = UOp::make(Ops::PAD, dtypes::float32, {s}, IntPairs{{1, 1}, {0, 0}});
+  UOpRef p = UOp::make(Ops::PAD, dtypes::float32, {s}, ShapePairs{{1, 1}, {0, 0}});
   BOOST_TEST(tensor_error(UOp::sink({UOp::make(Ops::CONTIGUOUS, dtypes::float32, {p})})) == "");
 }
 

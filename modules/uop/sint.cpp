@@ -1,0 +1,115 @@
+// sint: sizes that are numbers or index expressions over bound variables.
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "uop/uop.hpp"
+
+namespace tg {
+
+namespace {
+
+UOpRef index_const(int64_t v) { return UOp::const_(dtypes::index, v); }
+
+std::string expr_str(const UOp* u) {
+  auto bin = [&](const char* op) {
+    return fmt::format("({}{}{})", expr_str(u->src(0).get()), op, expr_str(u->src(1).get()));
+  };
+  switch (u->op()) {
+    case Ops::CONST:
+      return fmt::format("{}", std::get<int64_t>(*u->const_value()));
+    case Ops::DEFINE_VAR:
+      return u->arg_as<VarArg>().name;
+    case Ops::BIND:
+      return expr_str(u->src(0).get());
+    case Ops::ADD:
+      return bin("+");
+    case Ops::MUL:
+      return bin("*");
+    case Ops::IDIV:
+      return bin("//");
+    case Ops::MOD:
+      return bin("%");
+    case Ops::MAX:
+      return fmt::format("max({}, {})", expr_str(u->src(0).get()), expr_str(u->src(1).get()));
+    default:
+      return fmt::format("{}(...)", op_name(u->op()));
+  }
+}
+
+}  // namespace
+
+sint sint::of(const UOpRef& expr) {
+  if (!expr || expr->dtype() != dtypes::index)
+    throw ValueError("sint", "a symbolic size must be an index-dtype expression");
+  UOpRef e = expr->simplify();
+  if (const ConstValue* c = e->const_value()) return sint(std::get<int64_t>(*c));
+  sint s;
+  s.e_ = std::move(e);
+  return s;
+}
+
+void sint::used_as_number() const {
+  throw ShapeError("shape", fmt::format("the symbolic size {} is used where a number is needed; this "
+                                        "operation supports only concrete sizes",
+                                        str()));
+}
+
+UOpRef sint::uop() const { return e_ ? e_ : index_const(v_); }
+
+int64_t sint::bound() const {
+  if (!e_) return v_;
+  std::unordered_map<const UOp*, UOpRef> values;
+  for (const UOp* u : e_->toposort())
+    if (u->op() == Ops::BIND) values[u] = u->src(1);
+  UOpRef r = e_->substitute(values)->simplify();
+  const ConstValue* c = r->const_value();
+  if (!c) throw ShapeError("shape", fmt::format("the size {} has an unbound variable", str()));
+  return std::get<int64_t>(*c);
+}
+
+int64_t sint::max() const { return e_ ? std::get<int64_t>(e_->vmax()) : v_; }
+
+uint64_t sint::hash() const noexcept { return e_ ? e_->hash() : static_cast<uint64_t>(v_); }
+
+std::string sint::str() const { return e_ ? expr_str(e_.get()) : fmt::format("{}", v_); }
+
+sint& sint::operator+=(const sint& o) { return *this = size_add(*this, o); }
+sint& sint::operator*=(const sint& o) { return *this = size_mul(*this, o); }
+
+sint size_add(const sint& a, const sint& b) {
+  if (a.is_number() && b.is_number()) return static_cast<int64_t>(a) + static_cast<int64_t>(b);
+  return sint::of(a.uop() + b.uop());
+}
+sint size_mul(const sint& a, const sint& b) {
+  if (a.is_number() && b.is_number()) return static_cast<int64_t>(a) * static_cast<int64_t>(b);
+  return sint::of(a.uop() * b.uop());
+}
+sint size_div(const sint& a, const sint& b) {
+  if (a.is_number() && b.is_number()) {
+    if (static_cast<int64_t>(b) == 0) throw ValueError("shape", "division of a size by zero");
+    return static_cast<int64_t>(a) / static_cast<int64_t>(b);
+  }
+  return sint::of(a.uop() / b.uop());
+}
+sint size_mod(const sint& a, const sint& b) {
+  if (a.is_number() && b.is_number()) {
+    if (static_cast<int64_t>(b) == 0) throw ValueError("shape", "modulo of a size by zero");
+    return static_cast<int64_t>(a) % static_cast<int64_t>(b);
+  }
+  return sint::of(a.uop() % b.uop());
+}
+bool size_same(const sint& a, const sint& b) {
+  if (a.is_number() != b.is_number()) return false;
+  if (a.is_number()) return static_cast<int64_t>(a) == static_cast<int64_t>(b);
+  return a.expr() == b.expr();
+}
+
+bool is_symbolic(const Shape& s) {
+  for (const sint& d : s)
+    if (!d.is_number()) return true;
+  return false;
+}
+
+std::vector<int64_t> to_ints(const Shape& s) { return std::vector<int64_t>(s.begin(), s.end()); }
+
+}  // namespace tg
