@@ -180,8 +180,10 @@ UOpRef push_pad(Match& m) {
   for (size_t i = 0; i < pads.size(); i++) {
     const auto& [before, after] = pads[i];
     if (before == 0 && after == 0) continue;
-    if (before != 0) r[i] = ix.idx[i] - ctx.size(before);
-    if (before != 0) and_((ctx.size(before) - 1)->lt(ix.idx[i]));  // idx >= before
+    if (before != 0) {
+      r[i] = ix.idx[i] - ctx.size(before);
+      and_((ctx.size(before) - 1)->lt(ix.idx[i]));  // idx >= before
+    }
     if (after != 0) and_(ix.idx[i]->lt(ctx.size(before + in[i])));
   }
   r = simplified(std::move(r));

@@ -165,7 +165,8 @@ class Memory {
     if (v.empty()) v.assign(static_cast<size_t>(buf->arg_as<int64_t>()), 0.0);
     return v;
   }
-  void run(const std::vector<ScheduleItem>& items) {
+  void run(const std::vector<ScheduleItem>& items, const VarVals& vars = {}) {
+    vars_ = vars;
     for (const ScheduleItem& si : items) {
       if (si.is_copy()) {
         at(si.bufs[0]) = at(si.bufs[1]);
@@ -204,6 +205,8 @@ class Memory {
         return std::visit([](auto v) { return static_cast<double>(v); }, *u->const_value());
       case Ops::RANGE:
         return static_cast<double>(env_.at(u));
+      case Ops::DEFINE_VAR:
+        return static_cast<double>(vars_.at(u->ref()));
       case Ops::LOAD: {
         const UOp* idx = u->src(0).get();
         if (idx->src().size() > 2 && eval(idx->src(2).get()) == 0) return 0;
@@ -266,6 +269,7 @@ class Memory {
   }
   std::unordered_map<UOpRef, std::vector<double>> data_;
   std::vector<std::vector<double>*> bufs_;
+  VarVals vars_;
   std::unordered_map<const UOp*, int64_t> env_;
 };
 

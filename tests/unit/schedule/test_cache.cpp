@@ -106,3 +106,26 @@ BOOST_AUTO_TEST_CASE(size_zero_turns_it_off) {
   sched({root}), sched({root});
   BOOST_TEST(schedule_cache_hits() == hits + 1);
 }
+
+// A symbolic axis: 12 values viewed as (n, 4) with n bound to 3. The kernel ranges over the variable, so
+// the same kernel serves another value; the output buffer has room for n's largest value.
+BOOST_AUTO_TEST_CASE(a_symbolic_axis_becomes_a_variable_range) {
+  Memory mem;
+  UOpRef x = input({12});
+  mem.set(x, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  UOpRef var = UOp::variable("n", 1, 3);
+  sint n = sint::of(UOp::make(Ops::BIND, dtypes::index, {var, UOp::const_(dtypes::index, 3)}));
+  UOpRef rows = UOp::make(Ops::RESHAPE, dtypes::float32, {x}, Shape{n, 4});
+  BOOST_TEST(rows->shape()->at(0).str() == "n");
+  UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32, {sum(rows, {1})});
+  Scheduled s = sched({root});
+  BOOST_REQUIRE(s.items.size() == 1u);
+  BOOST_TEST(s.var_vals.at(var) == 3);
+  const UOpRef& out = s.items[0].bufs[0];
+  BOOST_TEST(out->arg_as<int64_t>() == 3);
+  mem.run(s.items, s.var_vals);
+  check_close(mem.at(out), {10, 26, 42});
+  mem.at(out) = {0, 0, 0};
+  mem.run(s.items, {{var, 2}});
+  check_close(mem.at(out), {10, 26, 0});
+}

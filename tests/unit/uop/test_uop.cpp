@@ -185,3 +185,25 @@ BOOST_AUTO_TEST_CASE(str_is_one_line) {
   BOOST_TEST(arg_str(ReduceArg{Ops::ADD, {0, 2}}) == "(Ops.ADD, (0, 2))");
   BOOST_TEST(arg_str(AxisArg{3, AxisType::REDUCE}) == "(3, AxisType.REDUCE)");
 }
+
+BOOST_AUTO_TEST_CASE(sizes_stay_symbolic_through_arithmetic) {
+  UOpRef var = UOp::variable("n", 1, 8);
+  sint n = sint::of(UOp::make(Ops::BIND, dtypes::index, {var, UOp::const_(dtypes::index, 5)}));
+  sint four = 4;
+  BOOST_TEST(four.is_number());
+  BOOST_TEST(static_cast<int64_t>(four * 3 + 1) == 13);
+  sint m = n * 4;
+  BOOST_TEST(!m.is_number());
+  BOOST_TEST(m.bound() == 20);
+  BOOST_TEST(m.max() == 32);
+  BOOST_TEST((m / 4 == n));  // (n*4)/4 simplifies back to n
+  BOOST_TEST((m % 4 == 0));
+  BOOST_TEST((n * 4 == m));  // equal expressions are the same interned node
+  BOOST_TEST((n != 5));      // a variable is not its bound value
+  BOOST_TEST(m.str() == "(n*4)");
+  auto names_the_size = [](const ShapeError& e) {
+    return std::string(e.what()).find("symbolic size (n*4) is used where a number is needed") !=
+           std::string::npos;
+  };
+  BOOST_CHECK_EXCEPTION(static_cast<void>(static_cast<int64_t>(m)), ShapeError, names_the_size);
+}
