@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -16,6 +18,7 @@
 #include "runtime/buffer.hpp"
 #include "runtime/check.hpp"
 #include "runtime/stats.hpp"
+#include "tensor/realize.hpp"
 
 namespace tg {
 
@@ -37,19 +40,60 @@ std::string bytes_text(int64_t b) {
 // function, so the outer capture records its kernels.
 thread_local int capture_depth = 0;
 
+// What a capture is keyed by, per input. Sizes are unbound: a capture serves every value of its
+// variables.
 struct InputSig {
   Shape shape;
   DType dtype;
   std::string device;
+  std::optional<sint> size;  // a Tensor::from_size input: the size it holds
   bool operator==(const InputSig&) const = default;
 };
 
-// The BUFFER a realized tensor is a whole view of.
-const UOpRef& buffer_uop(const Tensor& t) {
-  const UOpRef& u = t.uop();
-  return u->op() == Ops::RESHAPE ? u->src(0) : u;
+// Variable values of one call, by name: read from the inputs' shapes and from_size inputs.
+using Values = std::map<std::string, int64_t>;
+
+void add_values(const sint& s, size_t input, Values& values, std::map<std::string, size_t>& from) {
+  for (const auto& [var, value] : bindings(s)) {
+    const std::string& name = var->arg_as<VarArg>().name;
+    auto [it, fresh] = values.emplace(name, value);
+    if (fresh) {
+      from[name] = input;
+    } else if (it->second != value) {
+      throw ValueError("jit", fmt::format("variable {} is bound to {} in input {} and to {} in input {}",
+                                          name, it->second, from[name], value, input));
+    }
+  }
 }
+
+// The size a from_size input holds; none for a tensor of data.
+std::optional<sint> held_size(const Tensor& t) {
+  const UOpRef& u = t.uop();
+  if (u->op() != Ops::ADD || u->src(0)->op() != Ops::CONST || u->src(1)->op() != Ops::CAST ||
+      u->src(1)->src(0)->dtype() != dtypes::index)
+    return std::nullopt;
+  return t.as_size();
+}
+
+// The BUFFER a realized tensor is a view of.
+UOpRef buffer_uop(const Tensor& t) { return realized_buffer(t.uop()); }
 int64_t buffer_uid(const Tensor& t) { return buffer_uop(t)->src(0)->arg_as<int64_t>(); }
+
+// A captured output, realized, for the variable values of a replay: the same buffer, its shape rebound.
+Tensor rebind(const Tensor& t, const Values& values) {
+  if (!is_symbolic(t.shape())) return t;
+  Shape shape;
+  for (const sint& d : t.shape()) {
+    std::unordered_map<const UOp*, UOpRef> binds;
+    for (const auto& [var, old] : bindings(d)) {
+      int64_t v = values.at(var->arg_as<VarArg>().name);
+      UOpRef from = UOp::make(Ops::BIND, dtypes::index, {var, UOp::const_(dtypes::index, old)});
+      binds[from.get()] = UOp::make(Ops::BIND, dtypes::index, {var, UOp::const_(dtypes::index, v)});
+    }
+    shape.push_back(binds.empty() ? d : sint::of(d.expr()->substitute(binds)));
+  }
+  return Tensor(realized_view(buffer_uop(t), shape), t.device(), t.holds());
+}
 
 // One captured launch, ready to replay: handles of bound buffers filled in, input arguments patched per call.
 struct Launch {
@@ -58,8 +102,10 @@ struct Launch {
   std::vector<std::shared_ptr<Buffer>> buffers;
   std::vector<sdk::Handle> handles;
   std::vector<std::pair<size_t, size_t>> input_args;  // (argument, input index)
+  std::vector<std::string> vars;                      // set from each call's values
   std::vector<int64_t> vals;
   sdk::LaunchDims dims;
+  std::function<sdk::LaunchDims(std::span<const int64_t>)> dims_at;  // null: static
 };
 
 struct Capture {
@@ -130,24 +176,36 @@ struct Jit::Impl {
   size_t calls = 0, n_inputs = 0;
   std::vector<Capture> captures;
 
-  // Checks and realizes the inputs; returns their signature.
-  std::vector<InputSig> prepare(std::span<const Tensor> inputs) {
+  // Checks and realizes the inputs; returns their signature and fills values with their variables.
+  std::vector<InputSig> prepare(std::span<const Tensor> inputs, Values& values) {
     if (calls > 0 && inputs.size() != n_inputs)
       throw ValueError("jit",
                        fmt::format("called with {} input{}, but the function was called with {} before",
                                    inputs.size(), inputs.size() == 1 ? "" : "s", n_inputs));
     for (size_t i = 0; i < inputs.size(); i++)
       if (!inputs[i].defined()) throw ValueError("jit", fmt::format("input {} is undefined", i));
-    Tensor::realize_all(std::vector<Tensor>(inputs.begin(), inputs.end()));
+    std::vector<Tensor> data;
+    for (const Tensor& t : inputs)
+      if (!held_size(t)) data.push_back(t);
+    Tensor::realize_all(data);
     std::vector<InputSig> sig;
     std::unordered_map<int64_t, size_t> seen;
+    std::map<std::string, size_t> from;
     for (size_t i = 0; i < inputs.size(); i++) {
-      if (buffer_uop(inputs[i])->op() != Ops::BUFFER)
+      const Tensor& t = inputs[i];
+      if (std::optional<sint> size = held_size(t)) {
+        add_values(*size, i, values, from);
+        sig.push_back({{}, t.dtype(), t.device(), unbound(*size)});
+        continue;
+      }
+      if (!realized_buffer(t.uop()))
         throw ValueError("jit", fmt::format("input {} did not realize to a buffer", i));
-      if (auto [it, fresh] = seen.emplace(buffer_uid(inputs[i]), i); !fresh)
+      if (auto [it, fresh] = seen.emplace(buffer_uid(t), i); !fresh)
         throw ValueError(
             "jit", fmt::format("inputs {} and {} are the same buffer; pass distinct tensors", it->second, i));
-      sig.push_back({inputs[i].shape(), inputs[i].dtype(), inputs[i].device()});
+      Shape shape;
+      for (const sint& d : t.shape()) add_values(d, i, values, from), shape.push_back(unbound(d));
+      sig.push_back({std::move(shape), t.dtype(), t.device(), std::nullopt});
     }
     return sig;
   }
@@ -155,6 +213,13 @@ struct Jit::Impl {
   // The error for inputs that match no capture, naming the first difference from the first capture.
   [[noreturn]] static void mismatch(const std::vector<InputSig>& got, const std::vector<InputSig>& want) {
     for (size_t i = 0; i < got.size(); i++) {
+      if (got[i].size.has_value() != want[i].size.has_value())
+        throw ValueError("jit", fmt::format("input {} is {} but was {} at the capture", i,
+                                            got[i].size ? "a size" : "a tensor of data",
+                                            want[i].size ? "a size" : "a tensor of data"));
+      if (got[i].size && !(*got[i].size == *want[i].size))
+        throw ShapeError("jit", fmt::format("input {}: size {} differs from the captured {}", i,
+                                            got[i].size->str(), want[i].size->str()));
       if (got[i].shape != want[i].shape)
         throw ShapeError("jit", fmt::format("input {}: shape {} differs from the captured {}", i,
                                             shape_text(got[i].shape), shape_text(want[i].shape)));
@@ -179,7 +244,7 @@ struct Jit::Impl {
     return plain;
   }
 
-  Capture capture(std::span<const Tensor> inputs, std::vector<InputSig> sig) {
+  Capture capture(std::span<const Tensor> inputs, std::vector<InputSig> sig, const Values& values) {
     CaptureLog log;
     Capture c;
     c.sig = std::move(sig);
@@ -200,11 +265,19 @@ struct Jit::Impl {
       throw ValueError("jit", "the function realized nothing: there are no kernels to capture");
 
     std::unordered_map<int64_t, size_t> input_of;
-    for (size_t i = 0; i < inputs.size(); i++) input_of[buffer_uid(inputs[i])] = i;
+    for (size_t i = 0; i < inputs.size(); i++)
+      if (!held_size(inputs[i])) input_of[buffer_uid(inputs[i])] = i;
     for (const Tensor& o : c.outputs) {
       auto it = input_of.find(buffer_uid(o));
       c.output_input.push_back(it == input_of.end() ? -1 : static_cast<int>(it->second));
     }
+    for (const CapturedLaunch& l : log.launches)
+      for (const std::string& v : l.vars)
+        if (!values.contains(v))
+          throw ValueError("jit",
+                           fmt::format("kernel {} uses variable {}, which no input binds: bind it in an "
+                                       "input's shape or pass Tensor::from_size of it",
+                                       l.name, v));
     // Lifetimes; a buffer some tensor still holds (fn's locals are gone by now) is bound, never shared.
     std::map<int64_t, BufferUse> uses;
     for (size_t i = 0; i < log.launches.size(); i++) {
@@ -221,8 +294,8 @@ struct Jit::Impl {
         plan_intermediates(uses, log.launches.size(), c.info);
     for (CapturedLaunch& l : log.launches) {
       Launch& r = c.launches.emplace_back();
-      r.name = std::move(l.name), r.program = std::move(l.program), r.vals = std::move(l.vals),
-      r.dims = l.dims;
+      r.name = std::move(l.name), r.program = std::move(l.program), r.vars = std::move(l.vars),
+      r.vals = std::move(l.vals), r.dims = l.dims, r.dims_at = std::move(l.dims_at);
       for (size_t a = 0; a < l.buffer_ids.size(); a++) {
         int64_t id = l.buffer_ids[a];
         std::shared_ptr<Buffer> b = l.buffers[a];
@@ -243,12 +316,16 @@ struct Jit::Impl {
     return c;
   }
 
-  static std::vector<Tensor> replay(Capture& c, std::span<const Tensor> inputs) {
+  static std::vector<Tensor> replay(Capture& c, std::span<const Tensor> inputs, const Values& values) {
     Timer t;
     std::vector<std::shared_ptr<Buffer>> in;
-    for (const Tensor& x : inputs) in.push_back(device_buffer(buffer_uop(x)));
+    for (const Tensor& x : inputs) in.push_back(held_size(x) ? nullptr : device_buffer(buffer_uop(x)));
     for (Launch& l : c.launches) {
       for (auto [a, i] : l.input_args) l.buffers[a] = in[i], l.handles[a] = in[i]->handle();
+      if (!l.vars.empty()) {
+        for (size_t v = 0; v < l.vars.size(); v++) l.vals[v] = values.at(l.vars[v]);
+        if (l.dims_at) l.dims = l.dims_at(l.vals);
+      }
       if (l.program) {
         double seconds = 0;
         check(l.program->launch(l.handles, l.vals, l.dims, true, &seconds), "launch", l.name);
@@ -262,23 +339,25 @@ struct Jit::Impl {
       for (auto [a, i] : l.input_args) l.buffers[a] = nullptr;
     }
     debug_log(1, "jit: replayed {} kernels in {:.3f} ms", c.launches.size(), t.seconds() * 1e3);
-    std::vector<Tensor> out = c.outputs;
-    for (size_t i = 0; i < out.size(); i++)
-      if (c.output_input[i] >= 0) out[i] = inputs[static_cast<size_t>(c.output_input[i])];
+    std::vector<Tensor> out;
+    for (size_t i = 0; i < c.outputs.size(); i++)
+      out.push_back(c.output_input[i] >= 0 ? inputs[static_cast<size_t>(c.output_input[i])]
+                                           : rebind(c.outputs[i], values));
     return out;
   }
 
   std::vector<Tensor> call(std::span<const Tensor> inputs) {
-    std::vector<InputSig> sig = prepare(inputs);
+    Values values;
+    std::vector<InputSig> sig = prepare(inputs, values);
     n_inputs = inputs.size();
     size_t call_no = calls++;
     if (env::JIT.value() == 0 || capture_depth > 0) return run(inputs);
     for (Capture& c : captures)
-      if (c.sig == sig) return replay(c, inputs);
+      if (c.sig == sig) return replay(c, inputs, values);
     if (!captures.empty() && captures.size() >= static_cast<size_t>(std::max(opts.max_captures, 1)))
       mismatch(sig, captures[0].sig);
     if (call_no == 0) return run(inputs);  // warm-up
-    captures.push_back(capture(inputs, std::move(sig)));
+    captures.push_back(capture(inputs, std::move(sig), values));
     return captures.back().outputs;
   }
 };

@@ -13,12 +13,10 @@ namespace tg::sched {
 const Shape& shape_of(const UOp* u);  // throws ShapeError for nodes without a shape
 sint prod(const Shape& v);
 const UOp* strip_movement(const UOp* u);  // the first non-movement node below u
-const UOp* strip_reshape(const UOp* u);  // and the SHRINK from 0 of a buffer_view
-// The first prod(shape) elements of buffer as shape (a symbolic shape reads a prefix of a larger buffer).
-UOpRef buffer_view(const UOpRef& buffer, const Shape& shape);
-bool is_const_view(const UOp* u);       // CONST under movement ops that keep it uniform (no PAD)
-bool is_buffer_rowmajor(const UOp* u);  // RESHAPEs of a BUFFER: the buffer's elements in order
-UOpRef device_of(const UOp* u);         // the DEVICE the value of u lives on, or null
+const UOp* strip_reshape(const UOp* u);   // and the SHRINK from 0 of a buffer_view
+bool is_const_view(const UOp* u);         // CONST under movement ops that keep it uniform (no PAD)
+bool is_buffer_rowmajor(const UOp* u);    // RESHAPEs of a BUFFER: the buffer's elements in order
+UOpRef device_of(const UOp* u);           // the DEVICE the value of u lives on, or null
 UOpRef reshape(const UOpRef& x, const Shape& shape);
 // The BUFFER an ASSIGN writes: its target is a view of a BUFFER or of an earlier ASSIGN to one.
 const UOp* assign_buffer(const UOp* a);

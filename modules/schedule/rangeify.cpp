@@ -306,13 +306,9 @@ UOpRef LowerCtx::global(const UOpRef& buffer) {
 
 UOpRef LowerCtx::size(const sint& s) {
   if (s.is_number()) return ic(s);
-  std::unordered_map<const UOp*, UOpRef> unbound;
-  for (const UOp* u : s.expr()->toposort()) {
-    if (u->op() != Ops::BIND) continue;
-    unbound[u] = u->src(0);
-    if (var_vals) (*var_vals)[u->src(0)] = std::get<int64_t>(*u->src(1)->const_value());
-  }
-  return s.expr()->substitute(unbound);
+  if (var_vals)
+    for (const auto& [var, value] : bindings(s)) (*var_vals)[var] = value;
+  return unbound(s).uop();
 }
 
 UOpRef lower_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& target, LowerCtx& ctx) {

@@ -38,13 +38,6 @@ const UOp* strip_reshape(const UOp* u) {
   return u;
 }
 
-UOpRef buffer_view(const UOpRef& buffer, const Shape& shape) {
-  sint n = prod(shape);
-  if (n.is_number()) return reshape(buffer, shape);
-  UOpRef prefix = UOp::make(Ops::SHRINK, buffer->dtype(), {buffer}, ShapePairs{{0, n}});
-  return UOp::make(Ops::RESHAPE, buffer->dtype(), {prefix}, shape);
-}
-
 bool is_const_view(const UOp* u) {
   while (group::Movement.contains(u->op()) && u->op() != Ops::PAD) u = u->src(0).get();
   return u->op() == Ops::CONST;
@@ -158,7 +151,8 @@ UOpRef split_last_axis(const UOpRef& x, const IntVec& axes) {
   const UOp* src = x->src(0).get();
   const auto& ra = x->arg_as<ReduceArg>();
   const Shape& in = shape_of(src);
-  int64_t a = static_cast<int64_t>(in.size()) - 1, n = in.back(), per_out = prod(in) / prod(shape_of(x.get()));
+  int64_t a = static_cast<int64_t>(in.size()) - 1, n = in.back(),
+          per_out = prod(in) / prod(shape_of(x.get()));
   if (axes.back() != a || n % kLanes != 0) return nullptr;
   int64_t k1 = kMaxSplit / kLanes;
   while (k1 >= 1 && (n % (k1 * kLanes) != 0 || per_out / (k1 * kLanes) < kMinPart)) k1 /= 2;
@@ -167,7 +161,8 @@ UOpRef split_last_axis(const UOpRef& x, const IntVec& axes) {
   split.insert(split.end(), {k1, n / (k1 * kLanes), kLanes});
   IntVec inner(axes.begin(), axes.end() - 1);  // the other reduced axes, then the middle of the split
   inner.push_back(a + 1);
-  UOpRef part = UOp::make(Ops::REDUCE_AXIS, x->dtype(), {reshape(src->ref(), split)}, ReduceArg{ra.op, inner});
+  UOpRef part =
+      UOp::make(Ops::REDUCE_AXIS, x->dtype(), {reshape(src->ref(), split)}, ReduceArg{ra.op, inner});
   UOpRef buf = UOp::make(Ops::CONTIGUOUS, x->dtype(), {part});
   UOpRef total = UOp::make(Ops::REDUCE_AXIS, x->dtype(), {buf}, ReduceArg{ra.op, {a, a + 2}});
   return reshape(total, shape_of(x.get()));
@@ -361,3 +356,14 @@ RealizeInfo decide_realize(const UOpRef& sink, const NodeSet& forced) {
 }
 
 }  // namespace tg::sched
+
+namespace tg {
+
+UOpRef buffer_view(const UOpRef& buffer, const Shape& shape) {
+  sint n = sched::prod(shape);
+  if (n.is_number() || buffer->arg_as<int64_t>() < n.max()) return sched::reshape(buffer, shape);
+  UOpRef prefix = UOp::make(Ops::SHRINK, buffer->dtype(), {buffer}, ShapePairs{{0, n}});
+  return UOp::make(Ops::RESHAPE, buffer->dtype(), {prefix}, shape);
+}
+
+}  // namespace tg

@@ -52,6 +52,9 @@ size_t schedule_cache_hits();  // schedules served from the cache in this proces
 UOpRef becomes_view(const UOpRef& key, const UOpRef& value);
 
 // Fresh ids for UNIQUE, shared by every part of the project that makes BUFFERs, so no two buffers collide.
+// The first prod(shape) elements of buffer as shape. A symbolic shape reads a prefix of a buffer sized for
+// its largest value (SHRINK then RESHAPE); a buffer that holds only the bound count is reshaped as is.
+UOpRef buffer_view(const UOpRef& buffer, const Shape& shape);
 int64_t next_unique_id();
 UOpRef new_buffer(const UOpRef& device, int64_t numel, DType dtype);
 

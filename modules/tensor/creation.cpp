@@ -16,8 +16,9 @@ std::string pick_device(std::string_view device) {
 }
 
 void check_shape(const Shape& shape, std::string_view op) {
-  for (int64_t d : shape)
-    if (d < 0) throw ShapeError(op, fmt::format("negative size in shape {}", detail::shape_str(shape)));
+  for (const sint& d : shape)
+    if (d.is_number() && static_cast<int64_t>(d) < 0)
+      throw ShapeError(op, fmt::format("negative size in shape {}", detail::shape_str(shape)));
 }
 
 // 0, 1, ..., n-1 without a buffer or a reduce: element i is the sum over bits b of ((i >> b) & 1) << b,
@@ -43,8 +44,8 @@ Tensor index_range(int64_t n, DType dt, const std::string& device) {
 Tensor Tensor::empty(Shape shape, DType dtype, std::string_view device) {
   check_shape(shape, "empty");
   std::string dev = pick_device(device);
-  RealizedBuffer rb = buffer_empty(dev, dtype, detail::prod(shape));
-  return Tensor(UOp::make(Ops::RESHAPE, dtype, {rb.buffer}, shape), dev, {rb.hold});
+  RealizedBuffer rb = buffer_empty(dev, dtype, detail::prod(shape).max());  // room for the largest size
+  return Tensor(realized_view(rb.buffer, shape), dev, {rb.hold});
 }
 
 Tensor Tensor::full(Shape shape, Number fill, std::optional<DType> dtype, std::string_view device) {
@@ -100,6 +101,26 @@ Tensor Tensor::linspace(Number start, Number stop, int64_t steps, DType dtype, s
   if (steps <= 1) return full({steps}, start, dtype, device);
   double delta = (stop.to_double() - start.to_double()) / static_cast<double>(steps - 1);
   return (arange(steps, dtypes::default_float, device) * delta + start).cast(dtype);
+}
+
+Tensor Tensor::from_size(const sint& size, DType dtype, std::string_view device) {
+  if (!dtype.is_int() && !dtype.is_float())
+    throw DTypeError("from_size", fmt::format("a size is a number; {} cannot hold it", dtype.name()));
+  std::string dev = pick_device(device);
+  if (size.is_number()) return detail::const_tensor(static_cast<int64_t>(size), dtype, {}, dev);
+  // zero + size: the constant carries the device a lone variable has not
+  Tensor zero = detail::const_tensor(int64_t{0}, dtype, {}, dev);
+  UOpRef value = UOp::make(Ops::CAST, dtype, {size.expr()});
+  return Tensor(UOp::make(Ops::ADD, dtype, {zero.uop(), value}), dev);
+}
+
+sint Tensor::as_size() const {
+  const UOpRef& u = uop();
+  bool holds_size = u->op() == Ops::ADD && u->src(0)->op() == Ops::CONST && u->src(1)->op() == Ops::CAST &&
+                    u->src(1)->src(0)->dtype() == dtypes::index;
+  if (!holds_size)
+    throw ValueError("as_size", "the tensor was not made by Tensor::from_size of a variable size");
+  return sint::of(u->src(1)->src(0));
 }
 
 Tensor Tensor::eye(int64_t n, std::optional<int64_t> m, DType dtype, std::string_view device) {

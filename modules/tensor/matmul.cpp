@@ -53,9 +53,9 @@ Tensor detail::dot(const Tensor& x, const Tensor& w, std::optional<DType> dtype,
   xs.push_back(x.shape().back());
   ws.insert(ws.end(), extra, 1);
   ws.insert(ws.end(), w.shape().begin() + axis_w, w.shape().end());
-  int64_t m = 1;
+  sint m = 1;  // rows of the product; the layout choice takes a symbolic count at its largest
   for (int a = 0; a + 1 < dx; a++) m *= x.shape()[static_cast<size_t>(a)];
-  Tensor wt = (layout ? matmul_layout(w, m, false) : w).reshape(ws).transpose(-1, axis_w - dw);
+  Tensor wt = (layout ? matmul_layout(w, m.max(), false) : w).reshape(ws).transpose(-1, axis_w - dw);
   DType out = dtype.value_or(dtypes::least_upper(x.dtype(), w.dtype()));
   return (x.reshape(xs) * wt).sum(-1, false, dtype).cast(out);
 }

@@ -101,7 +101,7 @@ Tensor Tensor::shrink(ShapePairs bounds) const {
   bool identity = true;
   for (int i = 0; i < ndim(); i++) {
     const auto& [b, e] = bounds[i];
-    if (b.bound() < 0 || b.bound() > e.bound() || e.bound() > shape()[i].bound())
+    if (!shrink_fits(b, e, shape()[i]))
       throw ShapeError("shrink",
                        fmt::format("bounds ({},{}) do not fit axis {} of {}", b, e, i, shape_str(shape())));
     identity &= b == 0 && e == shape()[i];

@@ -136,7 +136,9 @@ std::string device_of(const UOp& u) {
 const UOp* whole_buffer(const UOp& u) {
   const UOp* b = &u;
   if (b->op() == Ops::ASSIGN) b = b->src(0).get();
-  if (b->op() == Ops::RESHAPE) b = b->src(0).get();
+  while (b->op() == Ops::RESHAPE) b = b->src(0).get();
+  // a symbolic tensor's buffer_view: the prefix of a buffer sized for the variables' largest values
+  if (b->op() == Ops::SHRINK && !b->arg_as<ShapePairs>()[0].second.is_number()) b = b->src(0).get();
   return b->op() == Ops::BUFFER ? b : nullptr;
 }
 
@@ -430,7 +432,10 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals, Keep& keep,
   }
   double seconds = 0;
   sdk::LaunchDims dims = k->static_dims ? prog.dims : k->prog->launch_dims(vals);
-  if (rec) rec->vals = vals, rec->dims = dims;
+  if (rec) {
+    rec->vars = prog.vars, rec->vals = vals, rec->dims = dims;
+    if (!k->static_dims) rec->dims_at = [k](std::span<const int64_t> v) { return k->prog->launch_dims(v); };
+  }
   Timer t;
   check(k->program->launch(handles, vals, dims, true, &seconds), "launch", prog.name);
   realize_times.run += t.seconds();
@@ -486,6 +491,17 @@ RealizedBuffer buffer_from_host(std::string_view device, DType dtype, std::span<
 RealizedBuffer buffer_empty(std::string_view device, DType dtype, int64_t numel) {
   if (numel < 0) throw ValueError("buffer", fmt::format("negative element count {}", numel));
   return make_buffer(device, dtype, numel, {});
+}
+
+UOpRef realized_view(const UOpRef& buffer, const Shape& shape) {
+  // always RESHAPE(BUFFER) for concrete shapes, also when the shapes agree: the form tensors are read by
+  if (!is_symbolic(shape)) return UOp::make(Ops::RESHAPE, buffer->dtype(), {buffer}, shape);
+  return buffer_view(buffer, shape);
+}
+
+UOpRef realized_buffer(const UOpRef& view) {
+  const UOp* b = view->op() == Ops::ASSIGN ? nullptr : whole_buffer(*view);
+  return b ? b->ref() : nullptr;
 }
 
 std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {

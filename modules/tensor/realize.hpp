@@ -7,6 +7,7 @@
 // realizes a buffer returns a BufferHold; the storage lives as long as some hold does. A Tensor keeps the
 // holds of every buffer its graph reads, so lazy graphs never outlive their inputs.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <span>
@@ -51,6 +52,13 @@ RealizedBuffer buffer_empty(std::string_view device, DType dtype, int64_t numel)
 // in the graph write into their target's buffer. Throws a tg::Error for graphs it cannot run.
 std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots);
 
+// A buffer's elements as a tensor of shape: what realize_uops' results become. A symbolic shape views the
+// prefix of a buffer sized for the variables' largest values.
+UOpRef realized_view(const UOpRef& buffer, const Shape& shape);
+// The BUFFER behind a realized view (realized_view's result, or reshapes of a buffer); null for anything
+// else.
+UOpRef realized_buffer(const UOpRef& view);
+
 // Copies a realized buffer's bytes to the host; dst may be shorter than the buffer.
 void copy_to_host(const UOpRef& buffer, std::span<std::byte> dst);
 
@@ -67,14 +75,19 @@ struct CapturedLaunch {
   std::shared_ptr<sdk::Program> program;  // null for a copy
   std::vector<int64_t> buffer_ids;        // UNIQUE id of each argument's BUFFER
   std::vector<std::shared_ptr<Buffer>> buffers;
-  std::vector<std::weak_ptr<const void>> holds;  // the BufferHold of each argument: expired = no tensor holds it
+  std::vector<std::weak_ptr<const void>>
+      holds;  // the BufferHold of each argument: expired = no tensor holds it
   std::vector<bool> written;
+  std::vector<std::string> vars;  // the program's variables, in the order of vals
   std::vector<int64_t> vals;
   sdk::LaunchDims dims;
+  // Launch sizes for other variable values; null when they do not depend on them.
+  std::function<sdk::LaunchDims(std::span<const int64_t>)> dims_at;
 };
 struct CaptureLog {
   std::vector<CapturedLaunch> launches;
-  std::vector<std::string> host_reads;  // device data read on the host during the capture (a replay would not)
+  std::vector<std::string>
+      host_reads;  // device data read on the host during the capture (a replay would not)
 };
 // While alive, every kernel launch and copy realize_uops runs on this thread is appended to log.
 class CaptureScope {

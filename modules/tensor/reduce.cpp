@@ -25,10 +25,16 @@ Tensor reduce(const Tensor& x, Ops op, const Axes& axes, bool keepdim, std::stri
 }
 
 // Number of elements each output of a reduction over axes combines.
-int64_t reduced_count(const Tensor& x, const Axes& axes, std::string_view name) {
-  int64_t n = 1;
+sint reduced_count(const Tensor& x, const Axes& axes, std::string_view name) {
+  sint n = 1;
   for (int a : detail::normalize_axes(axes, x.ndim(), name)) n *= x.shape()[a];
   return n;
+}
+
+// total / count; a symbolic count divides as a tensor, so the quotient follows the variables' binding.
+Tensor divide_by_count(const Tensor& total, const sint& count) {
+  if (count.is_number()) return total.div(static_cast<int64_t>(count));
+  return total.div(Tensor::from_size(count, total.dtype(), total.device()));
 }
 
 }  // namespace
@@ -54,17 +60,19 @@ Tensor Tensor::min(Axes axis, bool keepdim) const {
 Tensor Tensor::mean(Axes axis, bool keepdim) const {
   DType out = dtype().is_float() ? dtype() : dtypes::float32;
   Tensor total = cast(dtypes::sum_acc_dtype(dtype())).sum(axis, keepdim);
-  return total.div(reduced_count(*this, axis, "mean")).cast(out);
+  return divide_by_count(total, reduced_count(*this, axis, "mean")).cast(out);
 }
 
 Tensor Tensor::var(Axes axis, bool keepdim, double correction) const {
   DType out = dtype().is_float() ? dtype() : dtypes::float32;
   Tensor squares = (*this - mean(axis, true)).square();
-  double n = static_cast<double>(reduced_count(*this, axis, "var"));
-  return squares.cast(dtypes::sum_acc_dtype(squares.dtype()))
-      .sum(axis, keepdim)
-      .div(std::max(0.0, n - correction))
-      .cast(out);
+  Tensor total = squares.cast(dtypes::sum_acc_dtype(squares.dtype())).sum(axis, keepdim);
+  sint n = reduced_count(*this, axis, "var");
+  if (!n.is_number()) {  // max(0, n - correction) as tensors, the count following the binding
+    Tensor dof = Tensor::from_size(n, total.dtype(), total.device()) - correction;
+    return total.div(dof.maximum(0.0)).cast(out);
+  }
+  return total.div(std::max(0.0, static_cast<double>(static_cast<int64_t>(n)) - correction)).cast(out);
 }
 
 Tensor Tensor::std(Axes axis, bool keepdim, double correction) const {

@@ -130,7 +130,9 @@ sint prod(const Shape& s) {
   return n;
 }
 
-ShapePairs size_pairs(const std::vector<std::pair<int64_t, int64_t>>& p) { return ShapePairs(p.begin(), p.end()); }
+ShapePairs size_pairs(const std::vector<std::pair<int64_t, int64_t>>& p) {
+  return ShapePairs(p.begin(), p.end());
+}
 
 int normalize_axis(int axis, int ndim, std::string_view op) {
   int a = axis < 0 ? axis + ndim : axis;
@@ -212,9 +214,11 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
   std::vector<Tensor> later = std::move(g_later);
   g_later.clear();
   tensors.insert(tensors.end(), later.begin(), later.end());
+  // a symbolic tensor's elements at its largest size decide whether it needs a kernel
+  auto has_elements = [](const Tensor& t) { return t.numel().max() > 0; };
   std::vector<UOpRef> roots;
   for (const Tensor& t : tensors)
-    if (t.numel() > 0) roots.push_back(t.uop());
+    if (has_elements(t)) roots.push_back(t.uop());
   std::vector<RealizedBuffer> bufs;
   try {
     bufs = realize_uops(roots);
@@ -227,16 +231,17 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
     Impl& im = tensors[i].impl();
     const Shape& shape = *im.uop->shape();
     // a tensor without elements needs no kernel, only an empty buffer
-    RealizedBuffer rb = tensors[i].numel() > 0 ? bufs[k++] : buffer_empty(im.device, im.uop->dtype(), 0);
-    im.replace_uop(UOp::make(Ops::RESHAPE, im.uop->dtype(), {rb.buffer}, shape), {rb.hold});
+    RealizedBuffer rb = has_elements(tensors[i]) ? bufs[k++] : buffer_empty(im.device, im.uop->dtype(), 0);
+    im.replace_uop(realized_view(rb.buffer, shape), {rb.hold});
   }
 }
 
 std::vector<std::byte> Tensor::to_bytes() const {
   Tensor t = *this;
   t.realize();
-  const UOpRef& buf = t.uop()->src(0);
-  std::vector<std::byte> out(static_cast<size_t>(numel()) * dtype().itemsize());
+  // a symbolic tensor reads as its elements at the variables' bound values
+  const UOpRef& buf = realized_buffer(t.uop());
+  std::vector<std::byte> out(static_cast<size_t>(numel().bound()) * dtype().itemsize());
   copy_to_host(buf, out);
   return out;
 }
@@ -245,7 +250,7 @@ template <typename T>
 std::vector<T> Tensor::to_vector() const {
   std::vector<std::byte> bytes = to_bytes();
   DType d = dtype(), as = dtype_of<T>();
-  std::vector<T> out(static_cast<size_t>(numel()));
+  std::vector<T> out(static_cast<size_t>(numel().bound()));
   for (size_t i = 0; i < out.size(); i++) {
     ConstValue v = host::convert(as, d, host::load(d, bytes.data() + i * d.itemsize()));
     std::visit([&](auto x) { out[i] = static_cast<T>(x); }, v);

@@ -153,6 +153,9 @@ class Tensor {
                          std::string_view device = {});
   static Tensor eye(int64_t n, std::optional<int64_t> m = {}, DType dtype = dtypes::default_float,
                     std::string_view device = {});
+  // A 0-d tensor of a size. A symbolic size keeps its variables, so the value follows their binding: how
+  // a size reaches arithmetic (mean over a symbolic axis) and a jitted function (see engine/jit.hpp).
+  static Tensor from_size(const sint& size, DType dtype = dtypes::int32, std::string_view device = {});
   Tensor empty_like(std::optional<DType> dtype = {}) const;
   Tensor zeros_like(std::optional<DType> dtype = {}) const;
   Tensor ones_like(std::optional<DType> dtype = {}) const;
@@ -186,6 +189,8 @@ class Tensor {
   sint shape(int dim) const;  // negative dims count from the end
   int ndim() const { return static_cast<int>(shape().size()); }
   sint numel() const;
+  // The size a from_size tensor holds; ValueError for any other tensor.
+  sint as_size() const;
   DType dtype() const { return uop()->dtype(); }
   const std::string& device() const;
   const std::vector<BufferHold>& holds() const;
@@ -302,7 +307,7 @@ class Tensor {
   Tensor expand(Shape shape) const;   // -1 keeps a size; new leading axes may be added
   Tensor permute(Dims order) const;
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> padding, PadMode mode = PadMode::CONSTANT,
-             Number value = 0) const;  // (before, after) per axis; negative pads crop
+             Number value = 0) const;      // (before, after) per axis; negative pads crop
   Tensor shrink(ShapePairs bounds) const;  // [begin, end) per axis
   Tensor flip(Dims axes) const;
   Tensor transpose(int dim0 = 1, int dim1 = 0) const;

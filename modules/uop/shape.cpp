@@ -37,7 +37,8 @@ sint prod(const Shape& s) {
 bool negative(const sint& d) { return d.is_number() ? static_cast<int64_t>(d) < 0 : d.bound() < 0; }
 
 // A reshape keeps the number of elements. Between a number and a symbolic count it is checked at the
-// variables' bound values: that is how a variable enters (a (64,784) buffer viewed as (n,784), n bound to 64).
+// variables' bound values: that is how a variable enters (a (64,784) buffer viewed as (n,784), n bound to
+// 64).
 Shape reshape_rule(const UOp& u, const Shape& in) {
   const Shape& out = u.arg_as<Shape>();
   sint a = prod(out), b = prod(in);
@@ -80,9 +81,7 @@ Shape pad_shrink_rule(const UOp& u, const Shape& in) {
   Shape out(in.size());
   for (size_t i = 0; i < in.size(); i++) {
     const auto& [a, b] = p[i];
-    int64_t lo = a.bound(), hi = b.bound(), n = in[i].bound();
-    bool ok = u.op() == Ops::PAD ? (lo >= 0 && hi >= 0)
-                                 : (0 <= lo && lo <= hi && hi <= n && (b.is_number() || b.max() <= in[i].max()));
+    bool ok = u.op() == Ops::PAD ? (a.min() >= 0 && b.min() >= 0) : shrink_fits(a, b, in[i]);
     if (!ok) fail(u.op(), fmt::format("bad {} ({},{}) for axis {} of {}", kind, a, b, i, shape_str(in)));
     out[i] = u.op() == Ops::PAD ? in[i] + a + b : b - a;
   }

@@ -1,4 +1,7 @@
 // sint: sizes that are numbers or index expressions over bound variables.
+#include <algorithm>
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "base/error.hpp"
@@ -67,6 +70,7 @@ int64_t sint::bound() const {
   return std::get<int64_t>(*c);
 }
 
+int64_t sint::min() const { return e_ ? std::get<int64_t>(e_->vmin()) : v_; }
 int64_t sint::max() const { return e_ ? std::get<int64_t>(e_->vmax()) : v_; }
 
 uint64_t sint::hash() const noexcept { return e_ ? e_->hash() : static_cast<uint64_t>(v_); }
@@ -102,6 +106,53 @@ bool size_same(const sint& a, const sint& b) {
   if (a.is_number() != b.is_number()) return false;
   if (a.is_number()) return static_cast<int64_t>(a) == static_cast<int64_t>(b);
   return a.expr() == b.expr();
+}
+
+std::vector<std::pair<UOpRef, int64_t>> bindings(const sint& s) {
+  std::vector<std::pair<UOpRef, int64_t>> out;
+  if (s.is_number()) return out;
+  for (const UOp* u : s.expr()->toposort())
+    if (u->op() == Ops::BIND) out.emplace_back(u->src(0), std::get<int64_t>(*u->src(1)->const_value()));
+  return out;
+}
+
+sint unbound(const sint& s) {
+  if (s.is_number()) return s;
+  std::unordered_map<const UOp*, UOpRef> vars;
+  for (const UOp* u : s.expr()->toposort())
+    if (u->op() == Ops::BIND) vars[u] = u->src(0);
+  return sint::of(s.expr()->substitute(vars));
+}
+
+Variable::Variable(std::string name, int64_t min, int64_t max) {
+  bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                    std::all_of(name.begin(), name.end(), [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                    });
+  if (!identifier)
+    throw ValueError("Variable", fmt::format("name '{}' is not an identifier (letters, digits, _)", name));
+  if (min < 0 || min > max)
+    throw ValueError("Variable", fmt::format("{}: range [{}, {}] is not a range of sizes (0 <= min <= max)",
+                                             name, min, max));
+  var_ = UOp::make(Ops::DEFINE_VAR, dtypes::index, {}, VarArg{std::move(name), min, max});
+}
+
+sint Variable::bind(int64_t value) const {
+  if (value < min() || value > max())
+    throw ValueError("Variable",
+                     fmt::format("{} = {} is outside its range [{}, {}]", name(), value, min(), max()));
+  return sint::of(UOp::make(Ops::BIND, dtypes::index, {var_, UOp::const_(dtypes::index, value)}));
+}
+
+const std::string& Variable::name() const { return var_->arg_as<VarArg>().name; }
+int64_t Variable::min() const { return var_->arg_as<VarArg>().min; }
+int64_t Variable::max() const { return var_->arg_as<VarArg>().max; }
+
+bool shrink_fits(const sint& begin, const sint& end, const sint& size) {
+  auto ordered = [](const sint& lo, const sint& hi) {
+    return lo.bound() <= hi.bound() && (hi - lo).min() >= 0;
+  };
+  return ordered(0, begin) && ordered(begin, end) && ordered(end, size);
 }
 
 bool is_symbolic(const Shape& s) {

@@ -72,6 +72,7 @@ class sint {
   const UOpRef& expr() const noexcept { return e_; }  // null for a number
   UOpRef uop() const;                                 // index-dtype node: a CONST for a number
   int64_t bound() const;                              // with every variable at its bound value
+  int64_t min() const;                                // the smallest over the variables' ranges
   int64_t max() const;                                // the largest over the variables' ranges
   uint64_t hash() const noexcept;
   std::string str() const;  // "784", "n", "(n*784)"
@@ -112,8 +113,35 @@ bool operator==(const A& a, const B& b) { return size_same(sint(a), sint(b)); }
 // Shapes of tensor-level nodes, and the RESHAPE/EXPAND (Shape) and PAD/SHRINK (ShapePairs) args.
 using Shape = std::vector<sint>;
 using ShapePairs = std::vector<std::pair<sint, sint>>;
+// 0 <= begin <= end <= size at the bound values and, by range analysis, for every value of the variables
+// (a shrink valid for one binding must not read out of bounds for another).
+bool shrink_fits(const sint& begin, const sint& end, const sint& size);
 bool is_symbolic(const Shape& s);
 std::vector<int64_t> to_ints(const Shape& s);  // throws ShapeError for a symbolic size
+// The variables of a size with their bound values (BIND order in the expression); empty for a number.
+std::vector<std::pair<UOpRef, int64_t>> bindings(const sint& s);
+// The size with every BIND replaced by its variable: the same for every value, so it names the size's
+// form (the JIT keys captures by it).
+sint unbound(const sint& s);
+
+// A size that changes between runs, within [min, max] (tinygrad's Variable): a batch size, a sequence
+// position. bind(v) is the size for one run; shapes built from it keep the variable, so the kernels they
+// lower to take it as an argument and work for every value.
+//   Variable n("n", 1, 64);
+//   Tensor xs = x.reshape({n.bind(batch), 784});
+class Variable {
+ public:
+  Variable(std::string name, int64_t min, int64_t max);  // ValueError unless 0 <= min <= max
+  sint bind(int64_t value) const;                        // ValueError outside [min, max]
+  const std::string& name() const;
+  int64_t min() const;
+  int64_t max() const;
+  const UOpRef& uop() const { return var_; }  // the DEFINE_VAR
+
+ private:
+  UOpRef var_;
+};
+
 // JSON (nlohmann, found by ADL): a size is a number.
 template <typename Json>
 void from_json(const Json& j, sint& s) {

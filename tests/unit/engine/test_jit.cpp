@@ -314,3 +314,134 @@ BOOST_AUTO_TEST_CASE(memory_planner_shares_intermediates) {
   BOOST_CHECK_EQUAL(gi.intermediate_bytes, 4 * n * 4);
   BOOST_CHECK_LT(gi.planned_bytes, gi.intermediate_bytes);
 }
+
+// ---- symbolic sizes: one capture serves every value of a variable ----
+
+// x @ w, its column sums and the column means of x, by hand (x rows x 6, w 6 x 4).
+struct BatchResults {
+  std::vector<double> y, col_sums, x_means;
+};
+BatchResults batch_by_hand(const std::vector<float>& x, const std::vector<float>& w, size_t rows) {
+  BatchResults r{std::vector<double>(rows * 4, 0.0), std::vector<double>(4, 0.0),
+                 std::vector<double>(6, 0.0)};
+  for (size_t i = 0; i < rows; i++)
+    for (size_t j = 0; j < 4; j++) {
+      for (size_t k = 0; k < 6; k++) r.y[i * 4 + j] += static_cast<double>(x[i * 6 + k]) * w[k * 4 + j];
+      r.col_sums[j] += r.y[i * 4 + j];
+    }
+  for (size_t i = 0; i < rows; i++)
+    for (size_t k = 0; k < 6; k++) r.x_means[k] += x[i * 6 + k] / static_cast<double>(rows);
+  return r;
+}
+
+BOOST_AUTO_TEST_CASE(a_variable_batch_replays_one_capture_at_every_size) {
+  Variable n("n", 1, 16);
+  std::vector<float> wv = data(42, 24);
+  Tensor w = Tensor(wv, {6, 4}).contiguous().realize();
+  int calls = 0;
+  Jit f = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    calls++;
+    Tensor y = in[0].matmul(w);  // (n, 4)
+    return {y, y.sum(0), in[0].mean(0)};
+  });
+  RuntimeStats after_capture;
+  const int64_t sizes[] = {3, 5, 2, 7, 16, 1};
+  for (size_t s = 0; s < std::size(sizes); s++) {
+    int64_t b = sizes[s];
+    std::vector<float> x = data(static_cast<int>(s), static_cast<size_t>(b) * 6);
+    std::vector<Tensor> out = f({Tensor(x, {b, 6}).reshape({n.bind(b), 6})});
+    BatchResults want = batch_by_hand(x, wv, static_cast<size_t>(b));
+    BOOST_TEST_CONTEXT("batch " << b) {
+      BOOST_CHECK_EQUAL(out[0].shape()[0].str(), "n");
+      BOOST_CHECK_EQUAL(out[0].shape()[0].bound(), b);
+      check_close(out[0].to_vector<float>(), want.y, 1e-5);
+      check_close(out[1].to_vector<float>(), want.col_sums, 1e-5);
+      check_close(out[2].to_vector<float>(), want.x_means, 1e-5);
+    }
+    if (s == 1) after_capture = runtime_stats();
+  }
+  BOOST_CHECK_EQUAL(calls, 2);  // warm-up at 3, capture at 5; 2, 7, 16 and 1 are replays
+  BOOST_CHECK_EQUAL(f.captures(), 1u);
+  BOOST_CHECK_EQUAL(runtime_stats().scheduled, after_capture.scheduled);
+  BOOST_CHECK_EQUAL(runtime_stats().compiled, after_capture.compiled);
+}
+
+// One attention read of a KV-cache style buffer: q against rows 0..pos of the cache, softmax, weighted sum.
+std::vector<double> attend_by_hand(const std::vector<float>& cache, const std::vector<float>& q, size_t pos) {
+  std::vector<double> score(pos + 1, 0.0), out(4, 0.0);
+  for (size_t j = 0; j <= pos; j++)
+    for (size_t k = 0; k < 4; k++) score[j] += static_cast<double>(cache[j * 4 + k]) * q[k];
+  double top = *std::max_element(score.begin(), score.end()), total = 0;
+  for (double& s : score) total += s = std::exp(s - top);
+  for (size_t j = 0; j <= pos; j++)
+    for (size_t k = 0; k < 4; k++) out[k] += score[j] / total * cache[j * 4 + k];
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(a_variable_position_reads_a_growing_prefix_of_a_cache) {
+  Variable pos("pos", 0, 15);
+  std::vector<float> cv = data(9, 64);
+  Tensor cache = Tensor(cv, {16, 4}).contiguous().realize();
+  Jit attend = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    sint p = in[1].as_size();
+    Tensor keys = cache.shrink({{0, p + 1}, {0, 4}});                // (pos+1, 4)
+    Tensor weights = keys.matmul(in[0].reshape({4, 1})).softmax(0);  // (pos+1, 1)
+    return {(weights * keys).sum(0)};
+  });
+  RuntimeStats after_capture;
+  const int64_t positions[] = {2, 5, 0, 9, 15, 3};
+  for (size_t s = 0; s < std::size(positions); s++) {
+    std::vector<float> q = data(static_cast<int>(s) + 20, 4);
+    Tensor out = attend({Tensor(q), Tensor::from_size(pos.bind(positions[s]))})[0];
+    BOOST_TEST_CONTEXT("pos " << positions[s]) {
+      check_close(out.to_vector<float>(), attend_by_hand(cv, q, static_cast<size_t>(positions[s])), 1e-5);
+    }
+    if (s == 1) after_capture = runtime_stats();
+  }
+  BOOST_CHECK_EQUAL(attend.captures(), 1u);
+  BOOST_CHECK_EQUAL(runtime_stats().compiled, after_capture.compiled);
+}
+
+BOOST_AUTO_TEST_CASE(variable_errors) {
+  expect_error<ValueError>([] { Variable("1x", 0, 3); },
+                           "[Variable] name '1x' is not an identifier (letters, digits, _)");
+  expect_error<ValueError>([] { Variable("n", 5, 2); },
+                           "[Variable] n: range [5, 2] is not a range of sizes (0 <= min <= max)");
+  Variable n("n", 1, 16);
+  expect_error<ValueError>([&] { n.bind(17); }, "[Variable] n = 17 is outside its range [1, 16]");
+  expect_error<ShapeError>(
+      [&] {
+        Tensor::zeros({n.bind(3), 2}).reshape({3, 3});
+      },
+      "[reshape] cannot reshape (n,2) to (3,3)");
+
+  Jit f = jit([](std::span<const Tensor> in) -> std::vector<Tensor> { return {in[0] + in[1]}; });
+  Tensor a = Tensor(data(1, 6), {3, 2}).reshape({n.bind(3), 2}), b = Tensor(data(2, 8), {4, 2});
+  expect_error<ValueError>(
+      [&] {
+        f({a, b.reshape({n.bind(4), 2})});
+      },
+      "[jit] variable n is bound to 3 in input 0 and to 4 in input 1");
+  f({a, Tensor(data(3, 6), {3, 2}).reshape({n.bind(3), 2})});
+  f({a, Tensor(data(3, 6), {3, 2}).reshape({n.bind(3), 2})});  // captured with (n, 2)
+  expect_error<ShapeError>(
+      [&] {
+        f({Tensor(data(1, 6), {3, 2}), Tensor(data(3, 6), {3, 2})});
+      },
+      "[jit] input 0: shape (3, 2) differs from the captured (n, 2)");
+
+  // a variable bound outside the function changes nothing on a replay: the capture refuses it
+  sint outside = Variable("m", 1, 8).bind(2);
+  Jit g = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    return {in[0] * Tensor::from_size(outside, dtypes::float32)};
+  });
+  Tensor x = Tensor(data(4, 3)).realize();
+  g({x});
+  try {
+    g({x});
+    BOOST_ERROR("expected an error for a variable no input binds");
+  } catch (const ValueError& e) {
+    BOOST_CHECK_MESSAGE(
+        std::string(e.what()).find("uses variable m, which no input binds") != std::string::npos, e.what());
+  }
+}

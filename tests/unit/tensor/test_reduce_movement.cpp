@@ -194,3 +194,42 @@ BOOST_AUTO_TEST_CASE(contiguous_and_device) {
   BOOST_TEST(t.contiguous().uop() == t.uop());
   BOOST_TEST(t.to(t.device()).uop() == t.uop());
 }
+
+// A variable size: the graph keeps n, results read at its bound value (hand-derived values).
+BOOST_AUTO_TEST_CASE(symbolic_sizes) {
+  Variable n("n", 1, 8);
+  // rows [-2,-1.5,-1,-0.5], [0,0.5,1,1.5], [2,2.5,3,3.5]
+  std::vector<float> v;
+  for (int i = 0; i < 12; i++) v.push_back(static_cast<float>(i) * 0.5f - 2);
+  Tensor xs = f32(v, {3, 4}).reshape({n.bind(3), 4});
+  BOOST_TEST(xs.shape()[0].str() == "n");
+  BOOST_TEST(xs.numel().str() == "(n*4)");
+  expect_values(xs.sum(0), {0, 1.5, 3, 4.5});
+  expect_values(xs.sum(1), {-5, 3, 11});
+  BOOST_TEST(xs.sum(1).shape()[0].str() == "n");
+  expect_values(xs.mean(0), {0, 0.5, 1, 1.5});
+  expect_values(xs.var(0), {4, 4, 4, 4});  // each column is m-2, m, m+2
+  expect_values(xs.var(0, false, 0), {8.0 / 3, 8.0 / 3, 8.0 / 3, 8.0 / 3});
+  expect_values(xs.max(0), {2, 2.5, 3, 3.5});
+  Tensor doubled = (xs * 2).realize();
+  BOOST_TEST(doubled.shape()[0].str() == "n");
+  std::vector<double> twice;
+  for (float x : v) twice.push_back(x * 2.0);
+  expect_values(doubled, twice);
+  // a prefix of a fixed buffer: rows 0..k-1
+  Variable k("k", 1, 3);
+  expect_values(f32(v, {3, 4}).shrink({{0, k.bind(2)}, {0, 4}}).sum(0), {-2, -1, 0, 1});
+  // sizes as values
+  BOOST_TEST(Tensor::from_size(n.bind(5)).item<int>() == 5);
+  BOOST_TEST((Tensor::from_size(n.bind(5), dtypes::float32) * 0.5f).item<float>() == 2.5f);
+  BOOST_TEST(Tensor::from_size(n.bind(6)).as_size().str() == "n");
+  BOOST_TEST(Tensor::from_size(n.bind(6)).as_size().bound() == 6);
+  BOOST_TEST(Tensor::empty({n.bind(2), 3}).shape()[0].bound() == 2);
+  expect_error<ValueError>([] { Tensor(1).as_size(); },
+                           "[as_size] the tensor was not made by Tensor::from_size of a variable size");
+  expect_error<ShapeError>(
+      [&] {
+        xs.shrink({{0, k.bind(2)}, {0, 4}});
+      },
+      "[shrink] bounds (0,k) do not fit axis 0 of (n,4)");
+}
