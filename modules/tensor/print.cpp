@@ -58,8 +58,11 @@ struct Printer {
 std::string Tensor::str() const {
   std::vector<std::byte> bytes = to_bytes();
   const std::string prefix = "Tensor(";
-  Printer p{shape(), dtype(), bytes, numel() > kSummarizeOver, prefix.size(), {}};
-  p.axis(0, 0, numel());
+  Shape at;  // the elements at the variables' bound values; the shape printed keeps the variables
+  for (const sint& d : shape()) at.push_back(d.bound());
+  int64_t n = numel().bound();
+  Printer p{at, dtype(), bytes, n > kSummarizeOver, prefix.size(), {}};
+  p.axis(0, 0, n);
   return fmt::format("{}{}, shape={}, dtype={}, device={})", prefix, p.out, detail::shape_str(shape()),
                      dtype().str(), device());
 }

@@ -151,7 +151,8 @@ std::vector<UOpRef> realize_targets(std::span<const UOpRef> roots) {
   std::vector<UOpRef> targets;
   for (const UOpRef& r : roots) {
     if (already_realized(*r)) continue;
-    bool keep_as_is = r->op() == Ops::CONTIGUOUS || r->op() == Ops::ASSIGN;
+    // An ASSIGN to part of a buffer (a shrunk view) is read back by a copy kernel, not on the host.
+    bool keep_as_is = r->op() == Ops::CONTIGUOUS || (r->op() == Ops::ASSIGN && whole_buffer(*r));
     targets.push_back(keep_as_is ? r : UOp::make(Ops::CONTIGUOUS, r->dtype(), {r}));
   }
   return targets;

@@ -1,6 +1,7 @@
 // sint: sizes that are numbers or index expressions over bound variables.
 #include <algorithm>
 #include <cctype>
+#include <ostream>
 
 #include <fmt/format.h>
 
@@ -76,6 +77,8 @@ int64_t sint::max() const { return e_ ? std::get<int64_t>(e_->vmax()) : v_; }
 uint64_t sint::hash() const noexcept { return e_ ? e_->hash() : static_cast<uint64_t>(v_); }
 
 std::string sint::str() const { return e_ ? expr_str(e_.get()) : fmt::format("{}", v_); }
+
+std::ostream& operator<<(std::ostream& os, const sint& s) { return os << s.str(); }
 
 sint& sint::operator+=(const sint& o) { return *this = size_add(*this, o); }
 sint& sint::operator*=(const sint& o) { return *this = size_mul(*this, o); }

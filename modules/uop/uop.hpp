@@ -110,6 +110,8 @@ template <typename A, typename B>
 requires SizeOperands<A, B>
 bool operator==(const A& a, const B& b) { return size_same(sint(a), sint(b)); }
 
+std::ostream& operator<<(std::ostream& os, const sint& s);  // str(): a symbolic size prints as itself
+
 // Shapes of tensor-level nodes, and the RESHAPE/EXPAND (Shape) and PAD/SHRINK (ShapePairs) args.
 using Shape = std::vector<sint>;
 using ShapePairs = std::vector<std::pair<sint, sint>>;

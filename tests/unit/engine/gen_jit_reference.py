@@ -37,5 +37,21 @@ for name, (cls, kw) in cases.items():
         o.step()
     out["cases"][name] = dict(losses=losses, final={n: t(p) for n, p in net.state_dict().items()})
 
+# The same net and SGD with momentum on batches of changing size (a variable batch under one capture).
+sizes = [8, 5, 8, 3, 7, 1]
+vxs = [torch.randn(b, 5) for b in sizes]
+vys = [torch.randint(0, 4, (b,)) for b in sizes]
+net.load_state_dict(state0)
+o = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+losses = []
+for x, y in zip(vxs, vys):
+    o.zero_grad()
+    loss = F.cross_entropy(net(x), y)
+    loss.backward()
+    losses.append(loss.item())
+    o.step()
+out["varying_batch"] = dict(x=[t(x) for x in vxs], y=[y.tolist() for y in vys], losses=losses,
+                            final={n: t(p) for n, p in net.state_dict().items()})
+
 with open(sys.argv[1], "w") as f:
     json.dump(out, f)
