@@ -246,7 +246,7 @@ Tensor Tensor::cat(std::vector<Tensor> tensors, int dim) {
   const Tensor& first = tensors[0];
   int d = detail::normalize_axis(dim, first.ndim(), "cat");
   DType dt = first.dtype();
-  int64_t total = 0;
+  sint total = 0;
   for (const Tensor& t : tensors) {
     Shape a = first.shape(), b = t.shape();
     bool fits = a.size() == b.size();
@@ -260,12 +260,13 @@ Tensor Tensor::cat(std::vector<Tensor> tensors, int dim) {
   }
   // every piece padded to the full size with zeros, then summed (OR for bools)
   Tensor out;
-  int64_t offset = 0;
+  sint offset = 0;
   for (const Tensor& t : tensors) {
-    Pairs p(t.ndim(), {0, 0});
+    ShapePairs p(static_cast<size_t>(t.ndim()), {0, 0});
     p[d] = {offset, total - offset - t.shape()[d]};
     offset += t.shape()[d];
-    Tensor piece = t.cast(dt).pad(p);
+    bool whole = p[d].first == 0 && p[d].second == 0;
+    Tensor piece = whole ? t.cast(dt) : movement(t.cast(dt), Ops::PAD, p);  // sizes may be symbolic
     out = !out.defined() ? piece : dt.is_bool() ? out.logical_or(piece) : out + piece;
   }
   return out;

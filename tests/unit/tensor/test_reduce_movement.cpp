@@ -219,6 +219,15 @@ BOOST_AUTO_TEST_CASE(symbolic_sizes) {
   // a prefix of a fixed buffer: rows 0..k-1
   Variable k("k", 1, 3);
   expect_values(f32(v, {3, 4}).shrink({{0, k.bind(2)}, {0, 4}}).sum(0), {-2, -1, 0, 1});
+  // cat along and across a symbolic axis; the gradient flows back through it
+  Tensor row = f32({7, 8}, {1, 2}), xs2 = f32({1, 2, 3, 4, 5, 6}, {3, 2}).reshape({n.bind(3), 2});
+  Tensor joined = Tensor::cat({row, xs2, row}, 0);
+  BOOST_TEST(joined.shape()[0].str() == "(n+2)");
+  expect_values(joined, {7, 8, 1, 2, 3, 4, 5, 6, 7, 8});
+  expect_values(Tensor::cat({xs2, xs2}, 1), {1, 2, 1, 2, 3, 4, 3, 4, 5, 6, 5, 6});
+  Tensor scale = f32({1, 2}).requires_grad_();
+  Tensor::cat({xs2 * scale, row}, 0).sum().backward();
+  expect_values(scale.grad(), {9, 12});  // the column sums of xs2
   // sizes as values
   BOOST_TEST(Tensor::from_size(n.bind(5)).item<int>() == 5);
   BOOST_TEST((Tensor::from_size(n.bind(5), dtypes::float32) * 0.5f).item<float>() == 2.5f);
