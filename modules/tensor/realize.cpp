@@ -138,7 +138,10 @@ const UOp* whole_buffer(const UOp& u) {
   if (b->op() == Ops::ASSIGN) b = b->src(0).get();
   while (b->op() == Ops::RESHAPE) b = b->src(0).get();
   // a symbolic tensor's buffer_view: the prefix of a buffer sized for the variables' largest values
-  if (b->op() == Ops::SHRINK && !b->arg_as<ShapePairs>()[0].second.is_number()) b = b->src(0).get();
+  if (b->op() == Ops::SHRINK) {
+    const auto& [begin, end] = b->arg_as<ShapePairs>()[0];
+    if (begin == 0 && !end.is_number()) b = b->src(0).get();
+  }
   return b->op() == Ops::BUFFER ? b : nullptr;
 }
 

@@ -219,6 +219,10 @@ BOOST_AUTO_TEST_CASE(symbolic_sizes) {
   // a prefix of a fixed buffer: rows 0..k-1
   Variable k("k", 1, 3);
   expect_values(f32(v, {3, 4}).shrink({{0, k.bind(2)}, {0, 4}}).sum(0), {-2, -1, 0, 1});
+  // a realized buffer read at a variable offset, and a variable prefix of it
+  Tensor flat = f32(v).realize();
+  expect_values(flat.shrink({{k.bind(2), k.bind(2) + 1}}), {-1});
+  expect_values(flat.shrink({{0, k.bind(2) + 1}}), {-2, -1.5, -1});
   // cat along and across a symbolic axis; the gradient flows back through it
   Tensor row = f32({7, 8}, {1, 2}), xs2 = f32({1, 2, 3, 4, 5, 6}, {3, 2}).reshape({n.bind(3), 2});
   Tensor joined = Tensor::cat({row, xs2, row}, 0);
