@@ -68,11 +68,7 @@ void add_values(const sint& s, size_t input, Values& values, std::map<std::strin
 
 // The size a from_size input holds; none for a tensor of data.
 std::optional<sint> held_size(const Tensor& t) {
-  const UOpRef& u = t.uop();
-  if (u->op() != Ops::ADD || u->src(0)->op() != Ops::CONST || u->src(1)->op() != Ops::CAST ||
-      u->src(1)->src(0)->dtype() != dtypes::index)
-    return std::nullopt;
-  return t.as_size();
+  return t.holds_size() ? std::optional(t.as_size()) : std::nullopt;
 }
 
 // The BUFFER a realized tensor is a view of.

@@ -252,7 +252,8 @@ std::vector<ScheduleItem> sched::schedule_uncached(const UOpRef& sink, BecomesMa
     NodeSet inner = inside_another(built.retry);
     for (const UOp* r : built.retry)
       if (!inner.count(r)) forced.insert(r);
-    if (forced.size() == before) throw NotSupportedError("schedule", "an ASSIGN reads its target in a way no copy fixes");
+    if (forced.size() == before)
+      throw NotSupportedError("schedule", "an ASSIGN reads its target in a way no copy fixes");
   }
 
   std::vector<ScheduleItem> items;

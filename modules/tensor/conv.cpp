@@ -111,8 +111,8 @@ bool computes(const UOpRef& u) {
 }
 
 // The size of one sample's window matrix: channels * prod(kernel) * prod(out).
-int64_t window_elems(const Tensor& x, const std::vector<int64_t>& k, const std::vector<int64_t>& s, const Pairs& pads,
-                     const std::vector<int64_t>& d) {
+int64_t window_elems(const Tensor& x, const std::vector<int64_t>& k, const std::vector<int64_t>& s,
+                     const Pairs& pads, const std::vector<int64_t>& d) {
   int64_t e = x.shape()[1];
   for (size_t a = 0; a < k.size(); a++) e *= k[a] * window_count(x.shape()[2 + a], k[a], s[a], pads[a], d[a]);
   return e;
@@ -124,8 +124,9 @@ int64_t window_elems(const Tensor& x, const std::vector<int64_t>& k, const std::
 // output axes merge, so it walks rows of windows without a div and a mod per element (the 5x5 windows of
 // 24x24 inputs: 3.35 -> 1.81 ms); with padding it stays merged (unmerged, the copy of a padded 28x28
 // input ran 3x slower).
-Tensor im2col(const Tensor& x, const std::vector<int64_t>& k, const std::vector<int64_t>& s, const Pairs& pads,
-              const std::vector<int64_t>& d, int64_t groups, int64_t m, std::string_view op) {
+Tensor im2col(const Tensor& x, const std::vector<int64_t>& k, const std::vector<int64_t>& s,
+              const Pairs& pads, const std::vector<int64_t>& d, int64_t groups, int64_t m,
+              std::string_view op) {
   int n = static_cast<int>(k.size());
   int64_t rows = x.shape()[1], cols = 1;
   Shape out;
@@ -280,9 +281,9 @@ Tensor conv_input_grad(const Tensor& dy, const Tensor& w, const Shape& in, const
 // dw of a conv: every window of x times dy, summed over the batch and the output positions. cols_fwd: the
 // forward's window matrix of the whole batch, if it stored one (any layout): read again instead of storing
 // the windows a second time.
-Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int64_t>& k, const std::vector<int64_t>& s,
-                        const Pairs& pads, const std::vector<int64_t>& d, int64_t groups, std::string_view op,
-                        const Tensor& cols_fwd) {
+Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int64_t>& k,
+                        const std::vector<int64_t>& s, const Pairs& pads, const std::vector<int64_t>& d,
+                        int64_t groups, std::string_view op, const Tensor& cols_fwd) {
   int n = static_cast<int>(k.size());
   int64_t bs = x.shape()[0], cin = x.shape()[1] / groups, rcout = dy.shape()[1] / groups;
   int64_t fit = cols_fwd.defined() ? bs : env::CONV_IM2COL.value() / window_elems(x, k, s, pads, d);
@@ -397,7 +398,10 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
       split.insert(split.end(), {o[a], s[a]});
       win.insert(win.end(), {{0, o[a]}, {0, k[a]}});
     }
-    Tensor x = pad(with(grow)).shrink(detail::size_pairs(with(cut))).reshape(shape_with(split)).shrink(detail::size_pairs(with(win)));
+    Tensor x = pad(with(grow))
+                   .shrink(detail::size_pairs(with(cut)))
+                   .reshape(shape_with(split))
+                   .shrink(detail::size_pairs(with(win)));
     for (int a = 0; a < n; a++) order.push_back(lead + 2 * a);
     for (int a = 0; a < n; a++) order.push_back(lead + 2 * a + 1);
     return x.permute(order);
@@ -417,7 +421,10 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
     ko.insert(ko.end(), {k[a], o[a]});
   }
   Tensor x = repeat(reps).shrink(detail::size_pairs(with(first))).reshape(shape_with(kd));
-  x = x.shrink(detail::size_pairs(with(strided))).reshape(shape_with(kos)).shrink(detail::size_pairs(with(pick))).reshape(shape_with(ko));
+  x = x.shrink(detail::size_pairs(with(strided)))
+          .reshape(shape_with(kos))
+          .shrink(detail::size_pairs(with(pick)))
+          .reshape(shape_with(ko));
   for (int a = 0; a < n; a++) order.push_back(lead + 2 * a + 1);
   for (int a = 0; a < n; a++) order.push_back(lead + 2 * a);
   return x.permute(order);

@@ -114,13 +114,16 @@ Tensor Tensor::from_size(const sint& size, DType dtype, std::string_view device)
   return Tensor(UOp::make(Ops::ADD, dtype, {zero.uop(), value}), dev);
 }
 
-sint Tensor::as_size() const {
+bool Tensor::holds_size() const {
   const UOpRef& u = uop();
-  bool holds_size = u->op() == Ops::ADD && u->src(0)->op() == Ops::CONST && u->src(1)->op() == Ops::CAST &&
-                    u->src(1)->src(0)->dtype() == dtypes::index;
-  if (!holds_size)
+  return u->op() == Ops::ADD && u->src(0)->op() == Ops::CONST && u->src(1)->op() == Ops::CAST &&
+         u->src(1)->src(0)->dtype() == dtypes::index;
+}
+
+sint Tensor::as_size() const {
+  if (!holds_size())
     throw ValueError("as_size", "the tensor was not made by Tensor::from_size of a variable size");
-  return sint::of(u->src(1)->src(0));
+  return sint::of(uop()->src(1)->src(0));
 }
 
 Tensor Tensor::eye(int64_t n, std::optional<int64_t> m, DType dtype, std::string_view device) {

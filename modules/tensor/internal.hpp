@@ -39,7 +39,7 @@ Tensor to_float(const Tensor& x);
 // The order-reversing map (-x for floats, ~x for ints and bools) used for min/argmin/minimum.
 Tensor inverse(const Tensor& x);
 Tensor shrink_axis(const Tensor& x, int axis, sint begin, sint end);  // [begin, end) of one axis
-Tensor broadcast_axis(const Tensor& x, int axis, int64_t n);                // a size-1 axis expanded to n
+Tensor broadcast_axis(const Tensor& x, int axis, int64_t n);          // a size-1 axis expanded to n
 // Row-major strides trick: every step-th element along axis (pads the axis up to a multiple of step).
 Tensor take_every(const Tensor& x, int axis, int64_t step);
 

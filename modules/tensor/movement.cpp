@@ -21,12 +21,6 @@ Tensor movement(const Tensor& x, Ops op, Arg arg) {
 
 bool is_minus_one(const sint& d) { return d == -1; }
 
-// Element counts agree: equal, or, where one is symbolic, equal at the variables' bound values (so a
-// (64,784) buffer can be viewed as (n,784) with n bound to 64: the way a variable enters a graph).
-bool same_count(const sint& a, const sint& b) {
-  return a == b || ((!a.is_number() || !b.is_number()) && a.bound() == b.bound());
-}
-
 // s with its one -1 filled in so it holds numel elements, or nullopt when that is impossible.
 std::optional<Shape> infer_shape(const sint& numel, Shape s) {
   if (std::count_if(s.begin(), s.end(), is_minus_one) > 1) return std::nullopt;
@@ -93,7 +87,7 @@ Tensor Tensor::permute(Dims order) const {
   return arg == identity ? *this : movement(*this, Ops::PERMUTE, arg);
 }
 
-// Symbolic bounds are checked at their bound values here, and at their largest by the SHRINK shape rule.
+// Symbolic bounds must fit at their bound values and for every other value (shrink_fits).
 Tensor Tensor::shrink(ShapePairs bounds) const {
   if (static_cast<int>(bounds.size()) != ndim())
     throw ShapeError(

@@ -129,7 +129,8 @@ Tensor Tensor::scaled_uniform(Shape shape, DType dtype, std::string_view device)
 }
 
 Tensor Tensor::glorot_uniform(Shape shape, DType dtype, std::string_view device) {
-  double fan = static_cast<double>((shape.empty() ? int64_t{1} : static_cast<int64_t>(shape[0])) + fan_in(shape));
+  double fan =
+      static_cast<double>((shape.empty() ? int64_t{1} : static_cast<int64_t>(shape[0])) + fan_in(shape));
   double bound = std::sqrt(6.0 / fan);
   return uniform(std::move(shape), -bound, bound, dtype, device);
 }

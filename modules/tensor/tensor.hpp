@@ -189,7 +189,8 @@ class Tensor {
   sint shape(int dim) const;  // negative dims count from the end
   int ndim() const { return static_cast<int>(shape().size()); }
   sint numel() const;
-  // The size a from_size tensor holds; ValueError for any other tensor.
+  // Whether this is a from_size tensor of a variable size, and the size it holds (ValueError otherwise).
+  bool holds_size() const;
   sint as_size() const;
   DType dtype() const { return uop()->dtype(); }
   const std::string& device() const;

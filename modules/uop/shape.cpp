@@ -41,9 +41,7 @@ bool negative(const sint& d) { return d.is_number() ? static_cast<int64_t>(d) < 
 // 64).
 Shape reshape_rule(const UOp& u, const Shape& in) {
   const Shape& out = u.arg_as<Shape>();
-  sint a = prod(out), b = prod(in);
-  bool same = a == b || ((!a.is_number() || !b.is_number()) && a.bound() == b.bound());
-  if (std::any_of(out.begin(), out.end(), negative) || !same)
+  if (std::any_of(out.begin(), out.end(), negative) || !same_count(prod(out), prod(in)))
     fail(u.op(), fmt::format("cannot reshape {} to {}", shape_str(in), shape_str(out)));
   return out;
 }
@@ -72,7 +70,7 @@ Shape permute_rule(const UOp& u, const Shape& in) {
   return out;
 }
 
-// Symbolic bounds are checked at the variables' bound values, and a shrink must fit at their largest too.
+// Symbolic pads must be non-negative for every value; a shrink must fit for every value (shrink_fits).
 Shape pad_shrink_rule(const UOp& u, const Shape& in) {
   const ShapePairs& p = u.arg_as<ShapePairs>();
   const char* kind = u.op() == Ops::PAD ? "padding" : "shrink bounds";

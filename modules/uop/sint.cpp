@@ -151,6 +151,10 @@ const std::string& Variable::name() const { return var_->arg_as<VarArg>().name; 
 int64_t Variable::min() const { return var_->arg_as<VarArg>().min; }
 int64_t Variable::max() const { return var_->arg_as<VarArg>().max; }
 
+bool same_count(const sint& a, const sint& b) {
+  return a == b || ((!a.is_number() || !b.is_number()) && a.bound() == b.bound());
+}
+
 bool shrink_fits(const sint& begin, const sint& end, const sint& size) {
   auto ordered = [](const sint& lo, const sint& hi) {
     return lo.bound() <= hi.bound() && (hi - lo).min() >= 0;

@@ -232,9 +232,7 @@ const PatternMatcher& tensor_spec() {
                                 "FLIP arg is 0/1 per axis")},
           {UPat(OpSet{Ops::RESHAPE, Ops::EXPAND}),
            check(
-               [](M& m) {
-                 return !node(m).src().empty() && node(m).dtype() == sd(m, 0) && arg_is<Shape>(m);
-               },
+               [](M& m) { return !node(m).src().empty() && node(m).dtype() == sd(m, 0) && arg_is<Shape>(m); },
                "RESHAPE and EXPAND take the new shape (Shape) and keep the dtype")},
           {UPat(OpSet{Ops::PAD, Ops::SHRINK}),
            check(

@@ -115,6 +115,9 @@ std::ostream& operator<<(std::ostream& os, const sint& s);  // str(): a symbolic
 // Shapes of tensor-level nodes, and the RESHAPE/EXPAND (Shape) and PAD/SHRINK (ShapePairs) args.
 using Shape = std::vector<sint>;
 using ShapePairs = std::vector<std::pair<sint, sint>>;
+// Element counts that agree: equal, or, where one is symbolic, equal at the variables' bound values (a
+// (64,784) buffer viewed as (n,784) with n bound to 64: the way a variable enters a graph).
+bool same_count(const sint& a, const sint& b);
 // 0 <= begin <= end <= size at the bound values and, by range analysis, for every value of the variables
 // (a shrink valid for one binding must not read out of bounds for another).
 bool shrink_fits(const sint& begin, const sint& end, const sint& size);

@@ -25,7 +25,10 @@ cases = {
     "sgd_momentum": (torch.optim.SGD, dict(lr=0.1, momentum=0.9)),
     "adam": (torch.optim.Adam, dict(lr=0.01)),
 }
-for name, (cls, kw) in cases.items():
+
+
+def train(cls, kw, xs, ys):
+    """Losses and final state of the net from state0, one optimizer step per batch."""
     net.load_state_dict(state0)
     o = cls(net.parameters(), **kw)
     losses = []
@@ -35,23 +38,18 @@ for name, (cls, kw) in cases.items():
         loss.backward()
         losses.append(loss.item())
         o.step()
-    out["cases"][name] = dict(losses=losses, final={n: t(p) for n, p in net.state_dict().items()})
+    return dict(losses=losses, final={n: t(p) for n, p in net.state_dict().items()})
+
+
+for name, (cls, kw) in cases.items():
+    out["cases"][name] = train(cls, kw, xs, ys)
 
 # The same net and SGD with momentum on batches of changing size (a variable batch under one capture).
 sizes = [8, 5, 8, 3, 7, 1]
 vxs = [torch.randn(b, 5) for b in sizes]
 vys = [torch.randint(0, 4, (b,)) for b in sizes]
-net.load_state_dict(state0)
-o = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-losses = []
-for x, y in zip(vxs, vys):
-    o.zero_grad()
-    loss = F.cross_entropy(net(x), y)
-    loss.backward()
-    losses.append(loss.item())
-    o.step()
-out["varying_batch"] = dict(x=[t(x) for x in vxs], y=[y.tolist() for y in vys], losses=losses,
-                            final={n: t(p) for n, p in net.state_dict().items()})
+out["varying_batch"] = dict(x=[t(x) for x in vxs], y=[y.tolist() for y in vys],
+                            **train(*cases["sgd_momentum"], vxs, vys))
 
 with open(sys.argv[1], "w") as f:
     json.dump(out, f)

@@ -103,30 +103,49 @@ BOOST_AUTO_TEST_CASE(replay_does_not_schedule_or_compile) {
   check_close(out[0].to_vector<float>(), f_by_hand(data(5, 12), data(6, 12), 4, 3), 1e-5);
 }
 
-// Linear-ReLU-Linear, cross-entropy, five optimizer steps on a new batch each, all inside the JIT.
+// The reference's Linear-ReLU-Linear net at its initial state, trained with cross-entropy under the JIT.
+constexpr const char* kParamNames[] = {"0.weight", "0.bias", "2.weight", "2.bias"};
+struct Mlp {
+  std::vector<Tensor> params;
+  Mlp() {
+    for (const char* n : kParamNames)
+      params.push_back(tensor_of(reference()["state"][n]).contiguous().realize().requires_grad_());
+  }
+  // One optimizer step per call; *calls counts the calls that ran the function.
+  Jit step(nn::optim::Optimizer& opt, int* calls = nullptr) const {
+    return jit([p = params, &opt, calls](std::span<const Tensor> in) -> std::vector<Tensor> {
+      if (calls) ++*calls;
+      Tensor loss =
+          in[0].linear(p[0].transpose(), p[1]).relu().linear(p[2].transpose(), p[3]).cross_entropy(in[1]);
+      opt.zero_grad();
+      loss.backward();
+      std::vector<Tensor> todo = opt.schedule_step();
+      todo.push_back(loss);
+      Tensor::realize_all(todo);
+      opt.zero_grad();
+      return {loss};
+    });
+  }
+  void check_final(const json& final, const std::string& context) const {
+    for (size_t i = 0; i < params.size(); i++) {
+      BOOST_TEST_CONTEXT(context << " final " << kParamNames[i]) {
+        check_close(params[i].to_vector<float>(), final[kParamNames[i]]["data"].get<std::vector<double>>(),
+                    1e-4);
+      }
+    }
+  }
+};
+
+// Five optimizer steps on a new batch each, all inside the JIT.
 void train_case(const char* name) {
   const json& ref = reference();
-  const json& st = ref["state"];
-  Tensor w1 = tensor_of(st["0.weight"]).contiguous().realize().requires_grad_();
-  Tensor b1 = tensor_of(st["0.bias"]).contiguous().realize().requires_grad_();
-  Tensor w2 = tensor_of(st["2.weight"]).contiguous().realize().requires_grad_();
-  Tensor b2 = tensor_of(st["2.bias"]).contiguous().realize().requires_grad_();
-  std::vector<Tensor> params{w1, b1, w2, b2};
+  Mlp net;
   std::unique_ptr<nn::optim::Optimizer> opt;
   if (std::string(name) == "adam")
-    opt = std::make_unique<nn::optim::Adam>(params, 0.01);
+    opt = std::make_unique<nn::optim::Adam>(net.params, 0.01);
   else
-    opt = std::make_unique<nn::optim::SGD>(params, 0.1, 0.9);
-  Jit step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
-    Tensor loss = in[0].linear(w1.transpose(), b1).relu().linear(w2.transpose(), b2).cross_entropy(in[1]);
-    opt->zero_grad();
-    loss.backward();
-    std::vector<Tensor> todo = opt->schedule_step();
-    todo.push_back(loss);
-    Tensor::realize_all(todo);
-    opt->zero_grad();
-    return {loss};
-  });
+    opt = std::make_unique<nn::optim::SGD>(net.params, 0.1, 0.9);
+  Jit step = net.step(*opt);
   const json& c = ref["cases"][name];
   RuntimeStats after_capture;
   for (size_t s = 0; s < 5; s++) {
@@ -139,13 +158,7 @@ void train_case(const char* name) {
   }
   BOOST_CHECK_EQUAL(step.captures(), 1u);
   BOOST_CHECK_EQUAL(runtime_stats().compiled, after_capture.compiled);
-  const char* names[] = {"0.weight", "0.bias", "2.weight", "2.bias"};
-  for (size_t i = 0; i < 4; i++) {
-    BOOST_TEST_CONTEXT(name << " final " << names[i]) {
-      check_close(params[i].to_vector<float>(), c["final"][names[i]]["data"].get<std::vector<double>>(),
-                  1e-4);
-    }
-  }
+  net.check_final(c["final"], name);
 }
 
 BOOST_AUTO_TEST_CASE(mlp_training_sgd_matches_torch) { train_case("sgd_momentum"); }
@@ -454,28 +467,12 @@ BOOST_AUTO_TEST_CASE(variable_errors) {
 // The Linear-ReLU-Linear net trained with SGD on batches of 8, 5, 8, 3, 7 and 1 rows under one capture
 // (the batch is a variable), against PyTorch.
 BOOST_AUTO_TEST_CASE(a_training_step_replays_at_every_batch_size) {
-  const json& ref = reference();
-  const json& st = ref["state"];
-  Tensor w1 = tensor_of(st["0.weight"]).contiguous().realize().requires_grad_();
-  Tensor b1 = tensor_of(st["0.bias"]).contiguous().realize().requires_grad_();
-  Tensor w2 = tensor_of(st["2.weight"]).contiguous().realize().requires_grad_();
-  Tensor b2 = tensor_of(st["2.bias"]).contiguous().realize().requires_grad_();
-  std::vector<Tensor> params{w1, b1, w2, b2};
-  nn::optim::SGD opt(params, 0.1, 0.9);
+  Mlp net;
+  nn::optim::SGD opt(net.params, 0.1, 0.9);
   int calls = 0;
-  Jit step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
-    calls++;
-    Tensor loss = in[0].linear(w1.transpose(), b1).relu().linear(w2.transpose(), b2).cross_entropy(in[1]);
-    opt.zero_grad();
-    loss.backward();
-    std::vector<Tensor> todo = opt.schedule_step();
-    todo.push_back(loss);
-    Tensor::realize_all(todo);
-    opt.zero_grad();
-    return {loss};
-  });
+  Jit step = net.step(opt, &calls);
   Variable n("n", 1, 8);
-  const json& c = ref["varying_batch"];
+  const json& c = reference()["varying_batch"];
   RuntimeStats after_capture;
   for (size_t s = 0; s < c["x"].size(); s++) {
     Tensor x = tensor_of(c["x"][s]);
@@ -490,11 +487,5 @@ BOOST_AUTO_TEST_CASE(a_training_step_replays_at_every_batch_size) {
   BOOST_CHECK_EQUAL(calls, 2);
   BOOST_CHECK_EQUAL(step.captures(), 1u);
   BOOST_CHECK_EQUAL(runtime_stats().compiled, after_capture.compiled);
-  const char* names[] = {"0.weight", "0.bias", "2.weight", "2.bias"};
-  for (size_t i = 0; i < 4; i++) {
-    BOOST_TEST_CONTEXT("final " << names[i]) {
-      check_close(params[i].to_vector<float>(), c["final"][names[i]]["data"].get<std::vector<double>>(),
-                  1e-4);
-    }
-  }
+  net.check_final(c["final"], "varying batch");
 }
