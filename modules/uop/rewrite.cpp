@@ -151,8 +151,8 @@ class Rewriter {
   std::vector<Frame> stack_;
   std::vector<const UOp*> srcs_;
   std::vector<UOpRef> keep_;
-  detail::PtrMap<State> state_{
-      8};  // most calls (simplify) see a handful of nodes: grow, do not zero 24 KiB each call
+  // most calls (simplify) see a handful of nodes: grow, do not zero 24 KiB each call
+  detail::PtrMap<State> state_{8};
   size_t matches_ = 0;
 };
 
