@@ -1,4 +1,5 @@
-// Kernel benchmark: the kernels the scheduler makes for matmul, convs, im2col copies, an elementwise chain
+// Kernel benchmark: the kernels the scheduler makes for matmul, convs, a conv weight gradient, im2col copies,
+// an elementwise chain
 // and a sum, lowered without opts (NOOPT) and with the heuristic's, run on one device; prints GFLOPS / GB/s
 // and the ratio. Asserts nothing.
 //   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING] [--opts U1:16,U0:4,R2:4,T0:2]
@@ -37,7 +38,12 @@ Compiled compile(Device& dev, const UOpRef& ast, bool noopt) {
   env::Scoped s(env::NOOPT, noopt ? 1 : 0);
   LowerOptions lo;
   if (!noopt && kernel_name(ast)[0] == 'r') lo.opts = forced;
-  Compiled c{lower_kernel(ast, dev.caps(), lo), nullptr};
+  Compiled c;
+  try {
+    c.prog = lower_kernel(ast, dev.caps(), lo);
+  } catch (const std::exception&) {  // --opts that do not fit this kernel: the heuristic's
+    c.prog = lower_kernel(ast, dev.caps(), LowerOptions{});
+  }
   std::vector<const UOp*> view = c.prog.view();
   sdk::Blob src;
   if (!dev.renderer().render(c.prog.name, view, src).ok()) std::abort();
@@ -144,6 +150,13 @@ int main(int argc, char** argv) {
     bench(dev, "im2col 5x5 merged", w.reshape({26, 800, 400}).contiguous(), 8.0 * 26 * 800 * 400, "GB/s",
           repeat);
     bench(dev, "im2col 5x5 rows", w.contiguous(), 8.0 * 26 * 800 * 400, "GB/s", repeat);
+  }
+  {
+    // the first conv's weight gradient (1->32, 5x5 over 28x28, batch 512): a matmul with 800 outputs and a
+    // reduce of 512 * 576
+    Tensor cols = Tensor::empty({512, 25, 576}, f32, device), dy = Tensor::empty({512, 576, 32}, f32, device);
+    Tensor dw = (cols.reshape({512, 25, 576, 1}) * dy.reshape({512, 1, 576, 32})).sum({0, 2});
+    bench(dev, "conv dw 1->32 5x5", dw, 2.0 * 512 * 25 * 32 * 576, "GFLOPS", repeat);
   }
   const int64_t m = 16 << 20;
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);
