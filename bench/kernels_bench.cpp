@@ -1,9 +1,9 @@
 // Kernel benchmark: the kernels the scheduler makes for matmul, convs, a conv weight gradient, im2col copies,
-// an elementwise chain
-// and a sum, lowered without opts (NOOPT) and with the heuristic's, run on one device; prints GFLOPS / GB/s
-// and the ratio. Asserts nothing.
+// an elementwise chain and a sum, lowered without opts (NOOPT) and with the heuristic's, run on one device;
+// prints GFLOPS / GB/s and the ratio. Asserts nothing.
 //   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING] [--opts U1:16,U0:4,R2:4,T0:2]
-// (DEBUG=4 prints the sources; --opts lowers the reduce kernels with these opts instead of the heuristic's)
+// (DEBUG=4 prints the sources; --opts lowers the reduce kernels with these opts instead of the heuristic's,
+// where they apply)
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
