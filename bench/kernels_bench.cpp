@@ -1,7 +1,7 @@
 // Kernel benchmark: the kernels the scheduler makes for matmul, convs, a conv weight gradient, im2col copies,
 // an elementwise chain and a sum, lowered without opts (NOOPT) and with the heuristic's, run on one device;
 // prints GFLOPS / GB/s and the ratio. Asserts nothing.
-//   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING] [--opts U1:16,U0:4,R2:4,T0:2]
+//   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING] [--opts U1:16,U0:4,R2:4,T0:2] [--vs OPTS]
 // (DEBUG=4 prints the sources; --opts lowers the reduce kernels with these opts instead of the heuristic's,
 // where they apply)
 #include <algorithm>
@@ -32,16 +32,21 @@ struct Compiled {
   std::unique_ptr<sdk::Program> program;
 };
 
-std::optional<std::vector<Opt>> forced;  // --opts: these instead of the heuristic's
+// How a variant lowers the reduce kernels: NOOPT, the heuristic's opts, or given opts (the heuristic's
+// for a kernel they do not fit).
+struct Variant {
+  bool noopt = false;
+  std::optional<std::vector<Opt>> opts;
+};
 
-Compiled compile(Device& dev, const UOpRef& ast, bool noopt) {
-  env::Scoped s(env::NOOPT, noopt ? 1 : 0);
+Compiled compile(Device& dev, const UOpRef& ast, const Variant& v) {
+  env::Scoped s(env::NOOPT, v.noopt ? 1 : 0);
   LowerOptions lo;
-  if (!noopt && kernel_name(ast)[0] == 'r') lo.opts = forced;
+  if (!v.noopt && kernel_name(ast)[0] == 'r') lo.opts = v.opts;
   Compiled c;
   try {
     c.prog = lower_kernel(ast, dev.caps(), lo);
-  } catch (const std::exception&) {  // --opts that do not fit this kernel: the heuristic's
+  } catch (const std::exception&) {
     c.prog = lower_kernel(ast, dev.caps(), LowerOptions{});
   }
   std::vector<const UOp*> view = c.prog.view();
@@ -53,37 +58,52 @@ Compiled compile(Device& dev, const UOpRef& ast, bool noopt) {
   return c;
 }
 
-// Best-of-repeat seconds for running every kernel of the schedule once, in order.
-double run_schedule(Device& dev, const std::vector<ScheduleItemView>& items, bool noopt, int repeat,
-                    std::string& names) {
+// A schedule compiled one way, with its buffers filled.
+struct Runnable {
   std::map<const UOp*, std::unique_ptr<Buffer>> bufs;
   std::vector<Compiled> kernels;
+  std::string names;
+  double best = 1e30;
+};
+
+Runnable prepare(Device& dev, const std::vector<ScheduleItemView>& items, const Variant& v) {
+  Runnable r;
   for (const ScheduleItemView& si : items) {
-    kernels.push_back(compile(dev, si.ast, noopt));
-    names += (names.empty() ? "" : " ") + kernels.back().prog.name;
+    r.kernels.push_back(compile(dev, si.ast, v));
+    r.names += (r.names.empty() ? "" : " ") + r.kernels.back().prog.name;
     for (const UOpRef& b : si.bufs) {
-      if (bufs.count(b.get())) continue;
+      if (r.bufs.count(b.get())) continue;
       size_t n = static_cast<size_t>(b->arg_as<int64_t>()) * b->dtype().itemsize();
       auto buf = std::make_unique<Buffer>(dev, n);
       std::vector<float> init(n / sizeof(float));
       for (size_t i = 0; i < init.size(); i++) init[i] = static_cast<float>(i % 17) * 0.125f - 1.0f;
       buf->copyin(std::as_bytes(std::span(init)));
-      bufs[b.get()] = std::move(buf);
+      r.bufs[b.get()] = std::move(buf);
     }
   }
-  double best = 1e30;
-  for (int r = 0; r < repeat + 1; r++) {  // the first run warms caches and pages
-    Timer t;
-    for (size_t k = 0; k < items.size(); k++) {
-      std::vector<sdk::Handle> hs;
-      for (const BufferArg& a : kernels[k].prog.bufs)
-        hs.push_back(bufs.at(items[k].bufs.at(static_cast<size_t>(a.index)).get())->handle());
-      if (!kernels[k].program->launch(hs, {}, kernels[k].prog.launch_dims({}), true, nullptr).ok())
-        std::abort();
-    }
-    if (r > 0) best = std::min(best, t.seconds());
+  return r;
+}
+
+// Seconds for running every kernel of the schedule once, in order.
+double run_once(Runnable& r, const std::vector<ScheduleItemView>& items) {
+  Timer t;
+  for (size_t k = 0; k < items.size(); k++) {
+    std::vector<sdk::Handle> hs;
+    for (const BufferArg& a : r.kernels[k].prog.bufs)
+      hs.push_back(r.bufs.at(items[k].bufs.at(static_cast<size_t>(a.index)).get())->handle());
+    if (!r.kernels[k].program->launch(hs, {}, r.kernels[k].prog.launch_dims({}), true, nullptr).ok())
+      std::abort();
   }
-  return best;
+  return t.seconds();
+}
+
+// Best-of-repeat seconds per variant; the variants take turns, so a slow spell of the machine hits all.
+void time_variants(std::vector<Runnable>& rs, const std::vector<ScheduleItemView>& items, int repeat) {
+  for (int i = 0; i < repeat + 1; i++)  // the first round warms caches and pages
+    for (Runnable& r : rs) {
+      double s = run_once(r, items);
+      if (i > 0) r.best = std::min(r.best, s);
+    }
 }
 
 // "U1:16,U0:4,R2:4,T0:2" (U UPCAST, R UNROLL, T THREAD, S SWAP; axis:arg).
@@ -103,17 +123,22 @@ std::vector<Opt> parse_opts(const std::string& s) {
   return out;
 }
 
-std::string only;  // run only the benchmarks whose name contains this
+std::string only;                              // run only the benchmarks whose name contains this
+std::optional<std::vector<Opt>> forced, vs;  // --opts: these instead of the heuristic's; --vs: against these
 
-// work: FLOPs (unit "GFLOPS") or bytes moved (unit "GB/s").
+// work: FLOPs (unit "GFLOPS") or bytes moved (unit "GB/s"). With --vs: the opts (or the heuristic's)
+// against the --vs opts instead of NOOPT against the heuristic.
 void bench(Device& dev, const char* what, const Tensor& t, double work, const char* unit, int repeat) {
   if (std::string(what).find(only) == std::string::npos) return;
   std::vector<ScheduleItemView> items = t.schedule();
-  std::string n0, n1;
-  double slow = run_schedule(dev, items, true, repeat, n0);
-  double fast = run_schedule(dev, items, false, repeat, n1);
-  fmt::print("{:<22} NOOPT {:8.2f} {:<6} ({:8.2f} ms)  opts {:8.2f} {:<6} ({:8.2f} ms)  x{:5.1f}   {}\n",
-             what, work / slow / 1e9, unit, slow * 1e3, work / fast / 1e9, unit, fast * 1e3, slow / fast, n1);
+  std::vector<Runnable> rs;
+  rs.push_back(prepare(dev, items, vs ? Variant{false, forced} : Variant{true, std::nullopt}));
+  rs.push_back(prepare(dev, items, vs ? Variant{false, vs} : Variant{false, forced}));
+  time_variants(rs, items, repeat);
+  double slow = rs[0].best, fast = rs[1].best;
+  fmt::print("{:<22} {:<5} {:8.2f} {:<6} ({:8.2f} ms)  {:<4} {:8.2f} {:<6} ({:8.2f} ms)  x{:5.2f}   {} | {}\n", what,
+             vs ? "A" : "NOOPT", work / slow / 1e9, unit, slow * 1e3, vs ? "B" : "opts", work / fast / 1e9, unit,
+             fast * 1e3, slow / fast, rs[0].names, rs[1].names);
 }
 
 }  // namespace
@@ -126,6 +151,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
     if (!std::strcmp(argv[i], "--opts")) forced = parse_opts(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--vs")) vs = parse_opts(argv[i + 1]);
   }
   Device& dev = tg::device(device);
   fmt::print("{}: {}\n", dev.str(), dev.description());
@@ -150,6 +176,12 @@ int main(int argc, char** argv) {
     bench(dev, "im2col 5x5 merged", w.reshape({26, 800, 400}).contiguous(), 8.0 * 26 * 800 * 400, "GB/s",
           repeat);
     bench(dev, "im2col 5x5 rows", w.contiguous(), 8.0 * 26 * 800 * 400, "GB/s", repeat);
+  }
+  {
+    // W4's forward: 3x3 windows of a padded 28x28 input, stored, times the weights
+    Tensor x = Tensor::empty({32, 32, 28, 28}, f32, device), w = Tensor::empty({64, 32, 3, 3}, f32, device);
+    bench(dev, "conv 3x3 32->64 pad 1", x.conv2d(w, Tensor(), 1, 1), 2.0 * 32 * 64 * 28 * 28 * 32 * 9, "GFLOPS",
+          repeat);
   }
   {
     // the first conv's weight gradient (1->32, 5x5 over 28x28, batch 512): a matmul with 800 outputs and a

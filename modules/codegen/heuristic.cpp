@@ -1,8 +1,8 @@
 // The hand-coded optimization choice: in reduce kernels, upcast the output axes along which some buffer is
-// reused (stride 0), the contiguous one by the vector width (a CPU: a register tile, loops swapped when its
-// reused inputs outgrow the cache), and unroll the last reduce axis; in every kernel, spread the outermost
-// axis that divides over the threads. A device with workgroups instead groups big reduces with few outputs
-// (GROUPTOP) and makes up to three output axes local (LOCAL), as tinygrad does.
+// reused (stride 0), the contiguous one by the vector width (a CPU: a register tile, loops swapped so a
+// strip of its reused inputs stays in the cache), and unroll the last reduce axis; in every kernel, spread
+// the outermost axis that divides over the threads. A device with workgroups instead groups big reduces with
+// few outputs (GROUPTOP) and makes up to three output axes local (LOCAL), as tinygrad does.
 #include <algorithm>
 #include <bit>
 #include <unordered_map>
@@ -19,8 +19,7 @@ constexpr int64_t kMinWork = 4096;      // smaller kernels stay as they are: opt
 constexpr int64_t kThreadWork = 65536;  // a kernel spreads over threads from this many loop trips
 constexpr int64_t kMaxUpcast = 64;      // outputs (accumulators) per loop trip
 constexpr int64_t kMaxCpuUpcast = 256;  // on a CPU: 16 vectors of 16
-constexpr int64_t kSwapBytes = 4 << 20;  // reused inputs from this size leave the cache between outer trips
-constexpr int64_t kStripBytes = 256 << 10;  // ... and a strip of them up to this size stays in it
+constexpr int64_t kStripBytes = 256 << 10;  // a strip of the reused inputs up to this size stays in the cache
 constexpr int64_t kGroupOutputs = 2048;     // reduces with at most this many outputs are grouped
 constexpr int64_t kMaxLocal = 128;          // work items of a workgroup the heuristic makes
 
@@ -102,7 +101,8 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
     }
   }
 
-  size_t tiled = 0;  // UPCASTs of reused axes: two make a register tile (contiguous one first)
+  size_t tiled = 0;    // UPCASTs of reused axes: two make a register tile (contiguous one first)
+  bool roomy = false;  // the tile's accumulators leave the registers the budget keeps for operands
   if (has_reduce) {
     // Output axes some input is reused along, fewest moving buffers then smallest strides first.
     struct Cand {
@@ -166,6 +166,7 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
       opts.push_back({OptOps::UPCAST, static_cast<int64_t>(i), k});
       size[i] /= k, upcast *= k, tiled++;
     }
+    roomy = upcast <= budget * width;
     // Nothing reused along an output axis (a row sum): on a CPU, still upcast the output axis with the
     // contiguous store so each loop trip runs independent accumulator chains instead of one; up to 64 of
     // them (eight vectors) when every load is contiguous along it too (a split sum's neighbouring partials).
@@ -243,21 +244,29 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
         break;
       }
   // A register tile over output axes o (outer) and c (contiguous, inner): with o's loop outside, every
-  // trip of it streams all of the buffers reused along o (a matmul's B) again. When those are big the loops
-  // swap, so one strip of them stays cached while the other input streams; only if a strip fits the
-  // per-core cache (a conv's dw with 64 output channels and a reduce over 32768 positions has strips of
-  // 2 MiB: swapped, it ran 1.6-1.8x slower than unswapped under BEAM).
+  // trip of it streams the buffers reused along o (a matmul's B) again. Swapped, one strip of them (what
+  // one trip of c reads, for one value of the other output axes) stays in the L1 cache while the other
+  // input streams, and the reduce loop over it is unrolled by 8, not 4. AVX2, swap with 8 against neither:
+  // matmul 256^2 and 512^2 1.3x, W4's forward (a conv as a matmul per sample, 900 KiB per sample) 1.07-1.23x;
+  // the unroll by 8 alone gave most of it at 256^2, the swap alone lost. Only if a strip fits the per-core
+  // cache (a conv's dw with 64 output channels and a reduce over 32768 positions has strips of 2 MiB:
+  // swapped, it ran 1.6-1.8x slower than unswapped under BEAM). A tile of more accumulators than the budget
+  // keeps its unroll by 4 (5 x 2 vectors for the first conv's dw: 8 ran 0.86-0.92x).
   if (has_reduce && !caps.has_local && tiled == 2 && contiguous(static_cast<size_t>(opts[0].axis))) {
-    int64_t c = opts[0].axis, o = opts[1].axis, big = 0;
-    for (const Access& a : acc)
-      if (!a.store && stride(a.idx, ranges[static_cast<size_t>(o)], ranges) == 0) big += a.bytes;
-    int64_t co = size[static_cast<size_t>(c)];  // strips of the reused buffers
-    if (o < c && big >= kSwapBytes && size[static_cast<size_t>(o)] > 1 && co > 1 && big / co <= kStripBytes) {
-      opts.push_back({OptOps::SWAP, o, c});
-      // The reduce loop then walks one cached strip: unrolled by 8, not 4 (AVX2, packed matmul: 1024^2
-      // 152 -> 160 GFLOPS, 2048^2 126 -> 160; without the swap, 8 was slower).
+    size_t c = static_cast<size_t>(opts[0].axis), o = static_cast<size_t>(opts[1].axis);
+    int64_t strip = 0;
+    for (const Access& a : acc) {
+      if (a.store || stride(a.idx, ranges[o], ranges) != 0) continue;
+      int64_t parts = 1;  // the slices one trip of c with the other output axes fixed reads
+      for (size_t j = 0; j < axes.size(); j++)
+        if (!axes[j].reduce && j != o && stride(a.idx, ranges[j], ranges) != 0)
+          parts *= j == c ? size[c] : axes[j].size;
+      strip += a.bytes / std::max<int64_t>(parts, 1);
+    }
+    if (o < c && size[o] > 1 && size[c] > 1 && strip <= kStripBytes) {
+      opts.push_back({OptOps::SWAP, static_cast<int64_t>(o), static_cast<int64_t>(c)});
       for (Opt& u : opts)
-        if (u.op == OptOps::UNROLL && u.arg == 4 && size[static_cast<size_t>(u.axis)] % 2 == 0)
+        if (roomy && u.op == OptOps::UNROLL && u.arg == 4 && size[static_cast<size_t>(u.axis)] % 2 == 0)
           u.arg = 8, size[static_cast<size_t>(u.axis)] /= 2;
     }
   }

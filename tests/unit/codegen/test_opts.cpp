@@ -146,7 +146,10 @@ BOOST_AUTO_TEST_CASE(matmul_opts_match_noopt) {
   // SWAP only reorders the output loops: j's outer loop outside i's.
   check_opts(ast, in, ref, {{OptOps::SWAP, 0, 1}});
   check_opts(ast, in, ref,
-             {{OptOps::UPCAST, 1, 8}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2},
+             {{OptOps::UPCAST, 1, 8},
+              {OptOps::UPCAST, 0, 2},
+              {OptOps::UNROLL, 2, 4},
+              {OptOps::THREAD, 0, 2},
               {OptOps::SWAP, 0, 1}});
   // the big-matmul shape of the AVX2 heuristic: 4 x 16 tile, k by 8, swapped
   check_opts(ast, in, ref,
@@ -210,14 +213,17 @@ BOOST_AUTO_TEST_CASE(invalid_opts_name_the_opt) {
 
 BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
   // On a CPU: j: a is reused along it and c is contiguous -> two vectors (32); i: b is reused -> 8 rows; k
-  // by 4; i over the two threads.
-  std::vector<Opt> want{
-      {OptOps::UPCAST, 1, 32}, {OptOps::UPCAST, 0, 8}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
+  // by 8 with j's loop outside i's (a strip of b stays in L1); i over the two threads.
+  std::vector<Opt> want{{OptOps::UPCAST, 1, 32},
+                        {OptOps::UPCAST, 0, 8},
+                        {OptOps::UNROLL, 2, 8},
+                        {OptOps::THREAD, 0, 2},
+                        {OptOps::SWAP, 0, 1}};
   UOpRef ast = matmul_ast(64, 64, 64);
   BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
   LinearProgram p = lower_kernel(ast, c_caps());
   BOOST_TEST(opts_str(p.applied_opts) == opts_str(want));
-  BOOST_TEST(p.name == "r_2_4_2_8_32_16_4");  // THREAD, i, j, UPCAST i, UPCAST j | k, UNROLL k
+  BOOST_TEST(p.name == "r_2_2_4_8_32_8_8");  // THREAD, j, i, UPCAST i, UPCAST j | k, UNROLL k
   BOOST_TEST(p.launch_dims({}).global[0] == 2u);
   {
     // The chosen tile gives the reference's bytes (one accumulator per output, k in order).
@@ -230,8 +236,11 @@ BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
     // (all 16) spilled the operands.
     sdk::RendererCaps avx2 = c_caps();
     avx2.max_vector_width = 8;
-    std::vector<Opt> tile{
-        {OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
+    std::vector<Opt> tile{{OptOps::UPCAST, 1, 16},
+                          {OptOps::UPCAST, 0, 4},
+                          {OptOps::UNROLL, 2, 8},
+                          {OptOps::THREAD, 0, 2},
+                          {OptOps::SWAP, 0, 1}};
     BOOST_TEST(opts_str(hand_coded_optimizations(ast, avx2)) == opts_str(tile));
   }
   {
@@ -250,24 +259,41 @@ BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
   // A device without tasks gets no THREAD.
   sdk::RendererCaps serial = c_caps();
   serial.has_threads = false;
-  want.pop_back();
+  want.erase(want.begin() + 3);
   BOOST_TEST(opts_str(hand_coded_optimizations(ast, serial)) == opts_str(want));
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_big_matmul_swaps_loops) {
-  // 1024^3 and up: b (4 MiB and more, reused along i) would stream from memory once per trip of i's loop;
-  // with j's loop outside, a 32-column strip of b stays cached, and k (walking that strip) unrolls by 8.
-  // 512^3 (b is 1 MiB) keeps i outside and k by 4.
-  std::vector<Opt> want{{OptOps::UPCAST, 1, 32}, {OptOps::UPCAST, 0, 8}, {OptOps::UNROLL, 2, 8},
-                        {OptOps::THREAD, 0, 2},  {OptOps::SWAP, 0, 1}};
+  // b (reused along i) would stream again once per trip of i's loop; with j's loop outside, a 32-column
+  // strip of b stays cached, and k (walking that strip) unrolls by 8.
+  std::vector<Opt> want{{OptOps::UPCAST, 1, 32},
+                        {OptOps::UPCAST, 0, 8},
+                        {OptOps::UNROLL, 2, 8},
+                        {OptOps::THREAD, 0, 2},
+                        {OptOps::SWAP, 0, 1}};
   BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(2048, 2048, 2048), c_caps())) == opts_str(want));
   BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(1024, 1024, 1024), c_caps())) == opts_str(want));
-  want.pop_back();
-  want[2].arg = 4;
   BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(512, 512, 512), c_caps())) == opts_str(want));
   // A conv's dw shape: b is 8 MiB but only 64 columns wide, so a 32-column strip is 4 MiB and would not
-  // stay cached either way: no swap.
+  // stay cached either way: no swap, k by 4.
+  want.pop_back();
+  want[2].arg = 4;
   BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(288, 64, 32768), c_caps())) == opts_str(want));
+}
+
+BOOST_AUTO_TEST_CASE(heuristic_odd_axis_takes_an_odd_tile) {
+  // The first conv's weight gradient per sample: 25 window positions (reused b) by 32 channels, a reduce
+  // of 576. AVX2: j two vectors; no power of two divides 25, so i takes 5 rows (10 accumulators, more than
+  // the budget of 8: k stays unrolled by 4); j (2 left) over the threads, so no strip loop is left to swap.
+  sdk::RendererCaps avx2 = c_caps();
+  avx2.max_vector_width = 8;
+  UOpRef ast = matmul_ast(25, 32, 576);
+  std::vector<Opt> want{
+      {OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 5}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 1, 2}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, avx2)) == opts_str(want));
+  std::vector<float> a = ints(25 * 576, 13), b = ints(576 * 32, 7, 3);
+  Bufs in{bytes(std::vector<float>(25 * 32)), bytes(a), bytes(b)};
+  check_opts(ast, in, bytes(matmul_ref(a, b, 25, 32, 576)), want);
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_row_sum) {

@@ -181,6 +181,18 @@ BOOST_AUTO_TEST_CASE(big_reduce_is_split_in_two) {
   BOOST_REQUIRE(zitems.size() == 2u);
   BOOST_TEST(zitems[0].name() == "r_4_64_2_128");
   check_close(run(mem, {sum(z, {0, 1})}, 2)[0], {4096.0 * 120});
+  // A conv weight gradient's shape: 300 outputs (more than 256, up to 4096 split), each a sum over the
+  // batch (32) and 1024 positions, the output axis last: one partial per sample (r_32_300_1024), then
+  // their sum over the batch. As one kernel, each register tile of outputs streamed all inputs again.
+  UOpRef w = input({32, 1024, 300});
+  std::vector<double> wv(32 * 1024 * 300);
+  for (size_t i = 0; i < wv.size(); i++) wv[i] = static_cast<double>((i / 300) % 16);  // i's position
+  mem.set(w, wv);
+  auto witems = schedule({sum(w, {0, 1})});
+  BOOST_REQUIRE(witems.size() == 2u);
+  BOOST_TEST(witems[0].name() == "r_32_300_1024");
+  BOOST_TEST(witems[1].name() == "r_300_32");
+  check_close(run(mem, {sum(w, {0, 1})}, 2)[0], std::vector<double>(300, 32.0 * 64 * 120));
   // Below the threshold (2^15 values per output) one kernel does it all.
   BOOST_TEST(schedule({sum(input({1 << 14}), {0})}).size() == 1u);
 }
