@@ -123,7 +123,7 @@ std::vector<Opt> parse_opts(const std::string& s) {
   return out;
 }
 
-std::string only;                              // run only the benchmarks whose name contains this
+std::string only;                            // run only the benchmarks whose name contains this
 std::optional<std::vector<Opt>> forced, vs;  // --opts: these instead of the heuristic's; --vs: against these
 
 // work: FLOPs (unit "GFLOPS") or bytes moved (unit "GB/s"). With --vs: the opts (or the heuristic's)
@@ -136,9 +136,10 @@ void bench(Device& dev, const char* what, const Tensor& t, double work, const ch
   rs.push_back(prepare(dev, items, vs ? Variant{false, vs} : Variant{false, forced}));
   time_variants(rs, items, repeat);
   double slow = rs[0].best, fast = rs[1].best;
-  fmt::print("{:<22} {:<5} {:8.2f} {:<6} ({:8.2f} ms)  {:<4} {:8.2f} {:<6} ({:8.2f} ms)  x{:5.2f}   {} | {}\n", what,
-             vs ? "A" : "NOOPT", work / slow / 1e9, unit, slow * 1e3, vs ? "B" : "opts", work / fast / 1e9, unit,
-             fast * 1e3, slow / fast, rs[0].names, rs[1].names);
+  fmt::print(
+      "{:<22} {:<5} {:8.2f} {:<6} ({:8.2f} ms)  {:<4} {:8.2f} {:<6} ({:8.2f} ms)  x{:5.2f}   {} | {}\n", what,
+      vs ? "A" : "NOOPT", work / slow / 1e9, unit, slow * 1e3, vs ? "B" : "opts", work / fast / 1e9, unit,
+      fast * 1e3, slow / fast, rs[0].names, rs[1].names);
 }
 
 }  // namespace
@@ -180,8 +181,8 @@ int main(int argc, char** argv) {
   {
     // W4's forward: 3x3 windows of a padded 28x28 input, stored, times the weights
     Tensor x = Tensor::empty({32, 32, 28, 28}, f32, device), w = Tensor::empty({64, 32, 3, 3}, f32, device);
-    bench(dev, "conv 3x3 32->64 pad 1", x.conv2d(w, Tensor(), 1, 1), 2.0 * 32 * 64 * 28 * 28 * 32 * 9, "GFLOPS",
-          repeat);
+    bench(dev, "conv 3x3 32->64 pad 1", x.conv2d(w, Tensor(), 1, 1), 2.0 * 32 * 64 * 28 * 28 * 32 * 9,
+          "GFLOPS", repeat);
   }
   {
     // the first conv's weight gradient (1->32, 5x5 over 28x28, batch 512): a matmul with 800 outputs and a
@@ -189,6 +190,17 @@ int main(int argc, char** argv) {
     Tensor cols = Tensor::empty({512, 25, 576}, f32, device), dy = Tensor::empty({512, 576, 32}, f32, device);
     Tensor dw = (cols.reshape({512, 25, 576, 1}) * dy.reshape({512, 1, 576, 32})).sum({0, 2});
     bench(dev, "conv dw 1->32 5x5", dw, 2.0 * 512 * 25 * 32 * 576, "GFLOPS", repeat);
+  }
+  {
+    // the second conv's weight gradient (32->32, 5x5 over 24x24, batch 512) as conv.cpp computes it when
+    // the forward ran direct: the windows times dy with its channels last, in partials of 16 samples
+    Tensor x = Tensor::empty({512, 32, 24, 24}, f32, device),
+           dyt = Tensor::empty({32, 16, 20, 20, 32}, f32, device);
+    Tensor xw = x.pool({5, 5}, {1, 1}, {1, 1}, "dw")
+                    .permute({0, 2, 3, 1, 4, 5})
+                    .reshape({32, 16, 20, 20, 32, 5, 5, 1});
+    Tensor dw = (xw * dyt.reshape({32, 16, 20, 20, 1, 1, 1, 32})).sum({1, 2, 3}).contiguous().sum(0);
+    bench(dev, "conv dw 32->32 5x5", dw, 2.0 * 512 * 25 * 32 * 32 * 400, "GFLOPS", repeat);
   }
   const int64_t m = 16 << 20;
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);
