@@ -162,12 +162,12 @@ int main(int argc, char** argv) {
     bench(dev, fmt::format("matmul {}", n).c_str(), a.matmul(b), 2.0 * n * n * n, "GFLOPS", repeat);
   }
   {
-    Tensor x = Tensor::empty({128, 32, 28, 28}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
-    bench(dev, "conv 5x5 32->32 b128", x.conv2d(w), 2.0 * 128 * 32 * 24 * 24 * 32 * 25, "GFLOPS", repeat);
+    Tensor x = Tensor::empty({512, 32, 28, 28}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
+    bench(dev, "conv 5x5 32->32 b512", x.conv2d(w), 2.0 * 512 * 32 * 24 * 24 * 32 * 25, "GFLOPS", repeat);
   }
   {
-    Tensor x = Tensor::empty({128, 32, 24, 24}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
-    bench(dev, "conv 5x5 24->20 b128", x.conv2d(w), 2.0 * 128 * 32 * 20 * 20 * 32 * 25, "GFLOPS", repeat);
+    Tensor x = Tensor::empty({512, 32, 24, 24}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
+    bench(dev, "conv 5x5 24->20 b512", x.conv2d(w), 2.0 * 512 * 32 * 20 * 20 * 32 * 25, "GFLOPS", repeat);
   }
   {
     // the window matrix of 5x5 windows over 24x24 inputs (the CNN's second conv, dw), stored row-major
@@ -201,6 +201,17 @@ int main(int argc, char** argv) {
                     .reshape({32, 16, 20, 20, 32, 5, 5, 1});
     Tensor dw = (xw * dyt.reshape({32, 16, 20, 20, 1, 1, 1, 32})).sum({1, 2, 3}).contiguous().sum(0);
     bench(dev, "conv dw 32->32 5x5", dw, 2.0 * 512 * 25 * 32 * 32 * 400, "GFLOPS", repeat);
+  }
+  {
+    // EXPERIMENT channels-last forward
+    Tensor x = Tensor::empty({512, 32, 24, 24}, f32, device), wt = Tensor::empty({32, 5, 5, 32}, f32, device);
+    Tensor xw = x.pool({5, 5}, {1, 1}, {1, 1}, "f").permute({0, 2, 3, 1, 4, 5}).reshape({512, 20, 20, 32, 5, 5, 1});
+    Tensor y = (xw * wt.reshape({1, 1, 1, 32, 5, 5, 32})).sum({3, 4, 5});
+    bench(dev, "fwd cl 5x5", y, 2.0 * 512 * 25 * 32 * 32 * 400, "GFLOPS", repeat);
+    Tensor x2 = Tensor::empty({512, 32, 28, 28}, f32, device);
+    Tensor xw2 = x2.pool({5, 5}, {1, 1}, {1, 1}, "f").permute({0, 2, 3, 1, 4, 5}).reshape({512, 24, 24, 32, 5, 5, 1});
+    Tensor y2 = (xw2 * wt.reshape({1, 1, 1, 32, 5, 5, 32})).sum({3, 4, 5});
+    bench(dev, "dx cl 5x5", y2, 2.0 * 512 * 25 * 32 * 32 * 576, "GFLOPS", repeat);
   }
   const int64_t m = 16 << 20;
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);

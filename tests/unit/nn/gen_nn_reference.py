@@ -294,6 +294,10 @@ grad["avg_pool2d"] = grads_of(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
 grad["batchnorm2d"] = grads_of(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True, eps=1e-5),
                                rnd(4, 3, 3, 2), rnd(3), rnd(3))
 grad["sdpa"] = grads_of(lambda q, k, v: sdpa(q, k, v, causal=True), rnd(1, 2, 4, 8), rnd(1, 2, 4, 8), rnd(1, 2, 4, 6))
+# 16 output channels per group fill a CPU's vectors: the direct conv runs channels last; a batch of 20 gives
+# the direct dw two partials of 10 samples
+grad["conv2d_g2_c16_b20"] = grads_of(lambda x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=1, groups=2),
+                                     rnd(20, 4, 6, 7), rnd(32, 2, 3, 3), rnd(32))
 out["grad"] = grad
 
 # ---- training: Linear-ReLU-Linear on a fixed batch, cross-entropy, a few real optimizer steps ----
