@@ -104,7 +104,14 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
   size_t tiled = 0;    // UPCASTs of reused axes: two make a register tile (contiguous one first)
   bool roomy = false;  // the tile's accumulators leave the registers the budget keeps for operands
   if (has_reduce) {
-    // Output axes some input is reused along, fewest moving buffers then smallest strides first.
+    // Output axes some input is reused along, fewest moving buffers then smallest strides first. Only an
+    // input read inside the reduce counts: one read once per output (batchnorm's mean in its variance)
+    // saves nothing when reused, and tiling along it made the variance gather along the batch (4x slower).
+    std::vector<bool> streamed;
+    for (const Access& a : acc)
+      streamed.push_back(!a.store && std::any_of(axes.begin(), axes.end(), [&](const KernelAxis& r) {
+        return r.reduce && stride(a.idx, r.range.get(), ranges) != 0;
+      }));
     struct Cand {
       int64_t moving, stride_sum;
       size_t axis;
@@ -119,7 +126,7 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
       for (size_t j = 0; j < acc.size(); j++) {
         int64_t s = stride(acc[j].idx, ranges[i], ranges);
         known = known && s >= 0, moving += s != 0, sum += s;
-        if (s == 0 && j < 64) reused |= uint64_t{1} << j;
+        if (s == 0 && streamed[j] && j < 64) reused |= uint64_t{1} << j;
       }
       if (reused != 0 && known) cands.push_back({moving, sum, i, reused});
     }

@@ -206,8 +206,9 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
   int64_t rcout = cout / groups;
   if (channels_last(xin, rcout)) {
     // (N, *out, groups, Cin, *kernel, 1) times the weights (groups, Cin, *kernel, Cout/groups), summed over
-    // Cin and the kernel: the output channels are the vector axis, each x value broadcast, and the output
-    // is viewed back as (N, Cout, *out).
+    // Cin and the kernel and stored so: the output channels are the vector axis, each x value broadcast.
+    // Then copied back to (N, Cout, *out), with the bias: read through the transposed view, the training
+    // step's batchnorm sums took 85 ms instead of 15.
     Dims xorder{0}, worder{0, 2};
     for (int a = 0; a < n; a++) xorder.push_back(3 + a), worder.push_back(3 + a);
     xorder.insert(xorder.end(), {1, 2});
@@ -225,11 +226,13 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
     Shape flat{bs};
     flat.insert(flat.end(), out.begin(), out.end());
     flat.push_back(cout);
-    Tensor y = (xw * wt).sum(axes).reshape(flat).permute(back);  // (N, Cout, *out)
-    if (!bias.defined()) return y;
-    Shape bshape{1, cout};
-    bshape.resize(2 + n, 1);
-    return y + bias.reshape(bshape);
+    Tensor y = (xw * wt).sum(axes).reshape(flat).contiguous().permute(back);
+    if (bias.defined()) {
+      Shape bshape{1, cout};
+      bshape.resize(2 + n, 1);
+      y = y + bias.reshape(bshape);
+    }
+    return y.contiguous();
   }
   Shape xs{bs, groups, cin, 1}, xe{bs, groups, cin, rcout}, ws{1, groups, rcout};
   for (int64_t v : out) xs.push_back(v), xe.push_back(v), ws.push_back(1);
