@@ -294,7 +294,9 @@ Tensor conv_input_grad(const Tensor& dy, const Tensor& w, const Shape& in, const
       sum = sum.defined() ? sum + part : part;
     }
     for (int a = 0; a < n; a++) sum = detail::shrink_axis(sum, 2 + a, pads[a].first, pads[a].first + in[a]);
-    return sum;
+    // Stored: its consumers (the layers before, backward: pooling and batchnorm) would each repeat the
+    // prod(k) shifted reads. The CNN's batchnorm backward sums took 59 ms with them inlined, 25 without.
+    return sum.contiguous();
   }
   if (std::any_of(s.begin(), s.end(), [](int64_t v) { return v > 1; })) {
     Shape split{dy.shape()[0], dy.shape()[1]}, joined = split;
