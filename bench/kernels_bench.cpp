@@ -202,17 +202,6 @@ int main(int argc, char** argv) {
     Tensor dw = (xw * dyt.reshape({32, 16, 20, 20, 1, 1, 1, 32})).sum({1, 2, 3}).contiguous().sum(0);
     bench(dev, "conv dw 32->32 5x5", dw, 2.0 * 512 * 25 * 32 * 32 * 400, "GFLOPS", repeat);
   }
-  {
-    // EXPERIMENT channels-last forward
-    Tensor x = Tensor::empty({512, 32, 24, 24}, f32, device), wt = Tensor::empty({32, 5, 5, 32}, f32, device);
-    Tensor xw = x.pool({5, 5}, {1, 1}, {1, 1}, "f").permute({0, 2, 3, 1, 4, 5}).reshape({512, 20, 20, 32, 5, 5, 1});
-    Tensor y = (xw * wt.reshape({1, 1, 1, 32, 5, 5, 32})).sum({3, 4, 5});
-    bench(dev, "fwd cl 5x5", y, 2.0 * 512 * 25 * 32 * 32 * 400, "GFLOPS", repeat);
-    Tensor x2 = Tensor::empty({512, 32, 28, 28}, f32, device);
-    Tensor xw2 = x2.pool({5, 5}, {1, 1}, {1, 1}, "f").permute({0, 2, 3, 1, 4, 5}).reshape({512, 24, 24, 32, 5, 5, 1});
-    Tensor y2 = (xw2 * wt.reshape({1, 1, 1, 32, 5, 5, 32})).sum({3, 4, 5});
-    bench(dev, "dx cl 5x5", y2, 2.0 * 512 * 25 * 32 * 32 * 576, "GFLOPS", repeat);
-  }
   const int64_t m = 16 << 20;
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);
   bench(dev, "elementwise 16M", ((a * b + a) * 0.5f).relu(), 3.0 * 4 * m, "GB/s", repeat);
