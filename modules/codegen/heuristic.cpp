@@ -261,7 +261,7 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
   // the unroll by 8 alone gave most of it at 256^2, the swap alone lost. Only if a strip fits the per-core
   // cache (a conv's dw with 64 output channels and a reduce over 32768 positions has strips of 2 MiB:
   // swapped, it ran 1.6-1.8x slower than unswapped under BEAM). A tile of more accumulators than the budget
-  // keeps its unroll by 4 (5 x 2 vectors for the first conv's dw: 8 ran 0.86-0.92x).
+  // keeps its smaller unroll (5 x 2 vectors for the first conv's dw: by 8 ran 0.86-0.92x as fast as by 4).
   if (has_reduce && !caps.has_local && tiled == 2 && contiguous(static_cast<size_t>(opts[0].axis))) {
     size_t c = static_cast<size_t>(opts[0].axis), o = static_cast<size_t>(opts[1].axis);
     int64_t strip = 0;
