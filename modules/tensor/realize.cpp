@@ -154,8 +154,12 @@ std::vector<UOpRef> realize_targets(std::span<const UOpRef> roots) {
   std::vector<UOpRef> targets;
   for (const UOpRef& r : roots) {
     if (already_realized(*r)) continue;
-    // An ASSIGN to part of a buffer (a shrunk view) is read back by a copy kernel, not on the host.
-    bool keep_as_is = r->op() == Ops::CONTIGUOUS || (r->op() == Ops::ASSIGN && whole_buffer(*r));
+    // An ASSIGN to part of a buffer (a shrunk view) is read back by a copy kernel, not on the host. A
+    // reshape of a CONTIGUOUS is already row-major: its buffer is reshaped, not copied (a conv's output,
+    // (N, Cout, L) from its matmul viewed as (N, Cout, H, W), was copied whole).
+    const UOp* base = r.get();
+    while (base->op() == Ops::RESHAPE) base = base->src(0).get();
+    bool keep_as_is = base->op() == Ops::CONTIGUOUS || (r->op() == Ops::ASSIGN && whole_buffer(*r));
     targets.push_back(keep_as_is ? r : UOp::make(Ops::CONTIGUOUS, r->dtype(), {r}));
   }
   return targets;

@@ -197,6 +197,17 @@ BOOST_AUTO_TEST_CASE(building_runs_nothing) {
   expect_exact<int32_t>(b, {4, 6, 8});
 }
 
+BOOST_AUTO_TEST_CASE(a_reshaped_contiguous_result_is_its_buffer) {
+  // (x + 1) stored, then viewed as 2 x 3: one kernel, the view reads that buffer (no copy into another)
+  Tensor y = (Tensor({1, 2, 3, 4, 5, 6}) + 1).contiguous().reshape({2, 3});
+  BOOST_TEST(y.schedule().size() == 1u);
+  y.realize();
+  BOOST_TEST((y.uop()->op() == Ops::RESHAPE));
+  BOOST_TEST((y.uop()->src(0)->op() == Ops::BUFFER));
+  BOOST_TEST((y.shape() == Shape{2, 3}));
+  expect_exact<int32_t>(y, {2, 3, 4, 5, 6, 7});
+}
+
 BOOST_AUTO_TEST_CASE(intermediates_are_released_after_their_last_use) {
   // x -> a -> b -> c -> y, each stored, 1 MiB each. a is let go once b is written, so c takes a's memory
   // and y takes b's: two new buffers in use at once, not four.
