@@ -43,6 +43,9 @@ Tensor broadcast_axis(const Tensor& x, int axis, int64_t n);          // a size-
 // Row-major strides trick: every step-th element along axis (pads the axis up to a multiple of step).
 Tensor take_every(const Tensor& x, int axis, int64_t step);
 
+// The float lanes of one vector register when `device` runs kernels the CPU way (threads and SIMD of at
+// least 4 lanes, no workgroups), else 0: such a device gets the layouts its register tiles read best.
+int64_t cpu_vector_width(const std::string& device);
 // w (..., k, n) laid out for a matmul with m rows on its device: in strips where that device's kernels read
 // it faster (a view of (..., k, n) onto a packed buffer), else as it is, or materialized when `contiguous`.
 Tensor matmul_layout(const Tensor& w, int64_t m, bool contiguous);

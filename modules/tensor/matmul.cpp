@@ -19,12 +19,18 @@ namespace tg {
 // multiplies) and the sum keeps its order, so results are unchanged: on AVX2, 1024^2 went 81 -> 150
 // GFLOPS and 2048^2 60 -> 160, pack included. w is viewed back as (..., k, n), so the rest of dot and its
 // gradient do not change.
+int64_t detail::cpu_vector_width(const std::string& dev) {
+  const sdk::RendererCaps& caps = device(dev).caps();
+  bool cpu = !caps.has_local && caps.has_threads && caps.max_vector_width >= 4;
+  return cpu ? caps.max_vector_width : 0;
+}
+
 Tensor detail::matmul_layout(const Tensor& w, int64_t m, bool contiguous) {
   auto other = [&] { return contiguous ? w.contiguous() : w; };
   if (w.ndim() < 2 || m < 32) return other();
-  const sdk::RendererCaps& caps = device(w.device()).caps();
-  if (caps.has_local || !caps.has_threads || caps.max_vector_width < 4) return other();
-  int64_t s = std::clamp<int64_t>(2 * caps.max_vector_width, 8, 32);
+  int64_t lanes = cpu_vector_width(w.device());
+  if (lanes == 0) return other();
+  int64_t s = std::clamp<int64_t>(2 * lanes, 8, 32);
   int64_t k = w.shape()[static_cast<size_t>(w.ndim() - 2)], n = w.shape().back();
   if (n % s != 0 || n == s || k < 16 || m * n * k < (int64_t{1} << 21)) return other();
   int d = w.ndim();
