@@ -296,6 +296,26 @@ BOOST_AUTO_TEST_CASE(heuristic_odd_axis_takes_an_odd_tile) {
   check_opts(ast, in, bytes(matmul_ref(a, b, 25, 32, 576)), want);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_rows_take_the_nearest_divisor) {
+  // AVX2 wants 4 rows under a tile two vectors wide. 10 rows take 5, not the largest power of two (2, half
+  // the accumulators unused): 10 accumulators, over the budget of 8, so k unrolls by 2. 6 rows take 3 (2
+  // and 6 are as near 4, 3 nearer): 6 accumulators leave registers for operands, so k unrolls by 8 (the
+  // strip loop is swapped in both).
+  sdk::RendererCaps avx2 = c_caps();
+  avx2.max_vector_width = 8;
+  for (auto [rows, tile, unroll] : {std::tuple{10, 5, 2}, std::tuple{6, 3, 8}}) {
+    UOpRef ast = matmul_ast(rows, 32, 64);
+    std::vector<Opt> got = hand_coded_optimizations(ast, avx2);
+    BOOST_REQUIRE(got.size() >= 3u);
+    std::vector<Opt> head(got.begin(), got.begin() + 3),
+        want{{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, tile}, {OptOps::UNROLL, 2, unroll}};
+    BOOST_TEST(opts_str(head) == opts_str(want));
+    std::vector<float> a = ints(rows * 64, 13), b = ints(64 * 32, 7, 3);
+    Bufs in{bytes(std::vector<float>(rows * 32)), bytes(a), bytes(b)};
+    check_opts(ast, in, bytes(matmul_ref(a, b, rows, 32, 64)), got);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(heuristic_row_sum) {
   // out[i] = sum_r x[i, r] for 256 x 256: nothing is reused along i, but on a CPU i is still upcast by the
   // vector width so 16 independent accumulator chains run per loop trip; r is unrolled by 4.
