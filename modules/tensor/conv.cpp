@@ -108,6 +108,15 @@ bool channels_last(const Tensor& x, int64_t rcout) {
   return lanes > 0 && rcout % lanes == 0;
 }
 
+// Whether a conv whose output rows are `row` long runs direct and channels last instead of over a stored
+// window matrix. Short rows left the matmul over the windows a tile of 4 lanes (the CNN's 3x3 convs, rows
+// of 8 and 6: 36 columns); channels last, the vectors run along the output channels whatever the row. The
+// training step took 0.87-0.93x the time, forward, input and weight gradients of both convs so. Long rows
+// keep the window matrix, a matmul with full tiles (W4's 28: 1.6x slower direct).
+bool short_rows_direct(const Tensor& x, int64_t rcout, int64_t row) {
+  return row < 16 && channels_last(x, rcout);
+}
+
 int64_t window_count(int64_t in, int64_t k, int64_t s, std::pair<int64_t, int64_t> pad, int64_t d) {
   return (in + pad.first + pad.second - d * (k - 1) - 1) / s + 1;
 }
@@ -166,15 +175,16 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
   int64_t bs = xin.shape()[0], cout = weight.shape()[0], cin = weight.shape()[1];
   std::vector<int64_t> k(weight.shape().begin() + 2, weight.shape().end());
   // The windows stored, in batch chunks that fit CONV_IM2COL with one matmul per chunk, when they fit
-  // whole or the output rows are short: the direct kernel vectorizes along a row, and rows under 16 left
-  // its vectors part empty (the Fashion-MNIST CNN's 3x3 input gradients with rows of 8 and 10 ran at 24-29
-  // GFLOPS direct; chunked, the step took 0.9x the time). Long rows (20, 24 with 5x5 kernels) stay direct:
-  // their windows are 25 times the input and the chunked step took 1.3x.
+  // whole or the output rows are short: the direct kernel (not channels last) vectorizes along a row, and
+  // rows under 16 left its vectors part empty (the Fashion-MNIST CNN's 3x3 input gradients with rows of 8
+  // and 10 ran at 24-29 GFLOPS direct; chunked, the step took 0.9x the time). Long rows (20, 24 with 5x5
+  // kernels) stay direct: their windows are 25 times the input and the chunked step took 1.3x. Short rows
+  // channels last run direct (short_rows_direct).
   Shape final_shape{bs, cout};
   for (int a = 0; a < n; a++)
     final_shape.push_back(window_count(xin.shape()[2 + a], k[a], s[a], pads[a], d[a]));
-  int64_t fit = env::CONV_IM2COL.value() / window_elems(xin, k, s, pads, d);
-  if (fit >= bs || (fit >= 1 && final_shape.back() < 16)) {
+  int64_t fit = env::CONV_IM2COL.value() / window_elems(xin, k, s, pads, d), row = final_shape.back();
+  if (!short_rows_direct(xin, cout / groups, row) && (fit >= bs || (fit >= 1 && row < 16))) {
     Shape ws{1, groups, cout / groups, -1};
     fit = ceildiv(bs, ceildiv(bs, fit));  // equal chunks
     std::vector<Tensor> parts;
@@ -262,7 +272,7 @@ Tensor conv_input_grad(const Tensor& dy, const Tensor& w, const Shape& in, const
               std::all_of(d.begin(), d.end(), [](int64_t v) { return v == 1; });
   int64_t dcols_elems = dy.shape()[0] * w.shape()[1] * groups;
   for (int a = 0; a < n; a++) dcols_elems *= w.shape()[2 + a] * o[a];
-  if (unit && dcols_elems <= env::CONV_IM2COL.value()) {
+  if (unit && dcols_elems <= env::CONV_IM2COL.value() && !short_rows_direct(dy, w.shape()[1], in.back())) {
     // Stride and dilation 1, and the gradient of the window matrix fits CONV_IM2COL: dcols = w^T dy per
     // group, (N, groups, Cin/groups * prod(k), L), a matmul whose output is that matrix; then each window
     // position adds its column back where it came from (col2im), one fused kernel of prod(k) shifted
@@ -329,7 +339,8 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int
   int64_t bs = x.shape()[0], cin = x.shape()[1] / groups, rcout = dy.shape()[1] / groups;
   int64_t fit = cols_fwd.defined() ? bs : env::CONV_IM2COL.value() / window_elems(x, k, s, pads, d);
   int64_t row = dy.shape().back();
-  if (cols_fwd.defined() || (fit >= 1 && row < 16)) {  // where the forward stored windows (conv_windows)
+  // where the forward stored windows (conv_windows)
+  if (cols_fwd.defined() || (fit >= 1 && row < 16 && !short_rows_direct(x, rcout, row))) {
     // dw^T = cols @ dy^T, a matmul with the output channels contiguous (dy^T is a small copy), summed over
     // batch chunks whose window matrix fits
     Tensor r;  // (groups, rows, Cout/groups)

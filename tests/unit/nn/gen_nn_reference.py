@@ -298,6 +298,10 @@ grad["sdpa"] = grads_of(lambda q, k, v: sdpa(q, k, v, causal=True), rnd(1, 2, 4,
 # the direct dw two partials of 10 samples
 grad["conv2d_g2_c16_b20"] = grads_of(lambda x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=1, groups=2),
                                      rnd(20, 4, 6, 7), rnd(32, 2, 3, 3), rnd(32))
+# short output rows (5) and 16 channels in and out, stride 1: the forward, the input gradient (no col2im)
+# and the weight gradient all run direct and channels last on a CPU
+grad["conv2d_c16_short_rows"] = grads_of(lambda x, w, b: F.conv2d(x, w, b, stride=1, padding=1),
+                                         rnd(3, 16, 6, 5), rnd(16, 16, 3, 3), rnd(16))
 out["grad"] = grad
 
 # ---- training: Linear-ReLU-Linear on a fixed batch, cross-entropy, a few real optimizer steps ----

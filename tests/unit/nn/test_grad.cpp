@@ -86,6 +86,7 @@ BOOST_AUTO_TEST_CASE(conv_backward_rule_matches_torch) {
   check("conv2d_g2_c16_b20", [](const std::vector<Tensor>& x) {
     return x[0].conv2d(x[1], x[2], {1, 2}, 1, 1, 2);
   });
+  check("conv2d_c16_short_rows", [](const std::vector<Tensor>& x) { return x[0].conv2d(x[1], x[2], 1, 1); });
   check("conv2d_wide_pad_s3", [](const std::vector<Tensor>& x) { return x[0].conv2d(x[1], Tensor(), 3, 3); });
   check("conv1d_s2", [](const std::vector<Tensor>& x) { return x[0].conv1d(x[1], x[2], 2, 1); });
   check("conv3d", [](const std::vector<Tensor>& x) { return x[0].conv(x[1], Tensor(), {1, 2, 1}, 1); });
