@@ -174,13 +174,24 @@ BOOST_AUTO_TEST_CASE(big_reduce_is_split_in_two) {
   double m0 = *std::max_element(yv.begin(), yv.begin() + (1 << 15));
   double m1 = *std::max_element(yv.begin() + (1 << 15), yv.end());
   check_close(run(mem, {reduce(y, Ops::MAX, {1})}, 2)[0], {m0, m1});
-  // A sum over both axes of 2 x 2^15: the last axis splits as (4, 128, 64): 4 x 64 partials of 2 x 128.
+  // A sum over both axes of 2 x 2^15: the trailing reduced axes merge, 2^16 contiguous values split as the
+  // 1-d sum's (4, 256, 64).
   UOpRef z = input({2, 1 << 15});
   mem.set(z, xv);
   auto zitems = schedule({sum(z, {0, 1})});
   BOOST_REQUIRE(zitems.size() == 2u);
-  BOOST_TEST(zitems[0].name() == "r_4_64_2_128");
+  BOOST_TEST(zitems[0].name() == "r_4_64_256");
   check_close(run(mem, {sum(z, {0, 1})}, 2)[0], {4096.0 * 120});
+  // batchnorm's sum over (N, H, W) of 20x20 images: the 400 values of an image split as (1, 25, 16), 16
+  // neighbouring partials per channel, each summing 25 values of every sample (r_2_16_128_25), then those.
+  UOpRef bn = input({128, 2, 20, 20});
+  std::vector<double> bv(128 * 2 * 400);
+  for (size_t i = 0; i < bv.size(); i++) bv[i] = static_cast<double>((i / 400) % 2 + 1);  // channel + 1
+  mem.set(bn, bv);
+  auto bitems = schedule({sum(bn, {0, 2, 3})});
+  BOOST_REQUIRE(bitems.size() == 2u);
+  BOOST_TEST(bitems[0].name() == "r_2_16_128_25");
+  check_close(run(mem, {sum(bn, {0, 2, 3})}, 2)[0], {128.0 * 400, 2 * 128.0 * 400});
   // A conv weight gradient's shape: 300 outputs (more than 256, up to 4096 split), each a sum over the
   // batch (32) and 1024 positions, the output axis last: one partial per sample (r_32_300_1024), then
   // their sum over the batch. As one kernel, each register tile of outputs streamed all inputs again.
