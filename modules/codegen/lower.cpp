@@ -141,7 +141,7 @@ UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const Lo
   s = codegen::merge_ends(s);
   s = codegen::add_gpudims(s, caps);
   s = graph_rewrite(s, symbolic(), nullptr, {.name = "symbolic"});
-  s = codegen::lower_index_dtype(s);
+  s = codegen::lower_index_dtype(s, caps);
   PatternMatcher pm = symbolic_simple() + codegen::decompositions(caps);
   if (opts.extra != nullptr) pm = pm + *opts.extra;
   s = graph_rewrite(s, pm, nullptr, {.name = "decompositions"});

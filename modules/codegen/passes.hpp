@@ -29,8 +29,9 @@ UOpRef add_local_ids(const UOpRef& sink, const sdk::RendererCaps& caps);
 // gpudims.cpp: output loops -> SPECIAL gidx/lidx for renderers with workgroups; THREAD -> SPECIAL core_id.
 UOpRef add_gpudims(const UOpRef& sink, const sdk::RendererCaps& caps);
 
-// index_dtype.cpp: every INDEX-typed node -> int32, or int64 where its range needs it.
-UOpRef lower_index_dtype(const UOpRef& sink);
+// index_dtype.cpp: every INDEX-typed node -> int32, or int64 where its range needs it (on a CPU-style
+// renderer, every one in a kernel that divides no index).
+UOpRef lower_index_dtype(const UOpRef& sink, const sdk::RendererCaps& caps);
 
 // decomp.cpp: rewrites of the ops the renderer lacks.
 PatternMatcher decompositions(const sdk::RendererCaps& caps);

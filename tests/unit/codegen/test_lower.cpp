@@ -302,16 +302,35 @@ BOOST_AUTO_TEST_CASE(launch_dims_are_grouped_and_split) {
 }
 
 BOOST_AUTO_TEST_CASE(index_dtype_widens_only_where_needed) {
-  // out[r * 2^20] for r < 4096 reaches 2^32: that product is int64, the loop index stays int32
+  // out[r * 2^20] for r < 4096 reaches 2^32: that product is int64 everywhere. On a workgroup renderer the
+  // loop index stays int32.
   UOpRef r = range(4096, 0);
   UOpRef out = glob(0, dtypes::int8, int64_t{1} << 32);
   UOpRef ast = UOp::sink({end(store(out, r * idx(int64_t{1} << 20), UOp::const_(dtypes::int8, 1)), {r})});
-  LinearProgram p = lower_kernel(ast, cpu_caps());
+  sdk::RendererCaps gpu = cpu_caps();
+  gpu.has_local = true;
+  LinearProgram p = lower_kernel(ast, gpu);
   for (const UOpRef& u : p.uops) {
     BOOST_TEST(u->dtype().scalar() != Scalar::INDEX, p.str());
     if (u->op() == Ops::RANGE) BOOST_TEST(u->dtype() == dtypes::int32);
     if (u->op() == Ops::INDEX) BOOST_TEST(u->src(1)->dtype() == dtypes::int64, p.str());
   }
+  // A CPU-style renderer computes every index of a kernel that divides none in int64, the loop's too (no
+  // sign extension per address); one that divides an index (r % 3) keeps int32 where the value fits.
+  LinearProgram c = lower_kernel(ast, cpu_caps());
+  for (const UOpRef& u : c.uops)
+    if (u->op() == Ops::RANGE) BOOST_TEST(u->dtype() == dtypes::int64, c.str());
+  UOpRef small = glob(0, dtypes::int32, 4096);
+  UOpRef divides = UOp::sink({end(store(small, r, (r % idx(3))->cast(dtypes::int32)), {r})});
+  LinearProgram d = lower_kernel(divides, cpu_caps());
+  for (const UOpRef& u : d.uops) {
+    BOOST_TEST(u->dtype() != dtypes::int64, d.str());
+    if (u->op() == Ops::RANGE) BOOST_TEST(u->dtype() == dtypes::int32);
+  }
+  std::vector<std::vector<std::byte>> bufs{bytes(std::vector<int32_t>(4096, -1))};
+  run_interp(d, bufs);
+  auto o = values<int32_t>(bufs[0]);
+  for (int k = 0; k < 4096; k++) BOOST_TEST(o[k] == k % 3);
 }
 
 BOOST_AUTO_TEST_CASE(bad_asts_are_rejected) {
