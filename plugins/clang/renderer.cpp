@@ -62,16 +62,22 @@ ClangRenderer::ClangRenderer(HalfMode half, unsigned threads) {
     dialect_ = std::make_unique<tg::sdk::CDialect>(caps_);
 }
 
-// A kernel without accumulators (elementwise: copies, packs, fused chains) keeps its loops rolled: codegen
-// already unrolled what its opts asked for, and clang's unroller spent ~95% of such a kernel's -O2
-// compile time (the Fashion-MNIST step's 32 elementwise kernels: 1.25 s -> 0.06 s) on copies of loops
-// bound by memory anyway. Reduce kernels keep it: their register tiles ran 1.2x slower without.
+// Loops stay rolled (`#pragma clang loop unroll(disable)`): codegen already unrolled what the opts asked
+// for, and clang's unroller spent most of the -O2 compile time on copies of them. Elementwise kernels (the
+// Fashion-MNIST step's 32: 1.25 s -> 0.06 s), and reduces with int64 indices (the step's kernels compiled
+// in 0.7-0.8x the CPU time, its first step on a cold cache 2.8-3.5 s instead of 3.9-4.0; W4's matmuls ran
+// as fast or faster). A reduce whose indices divide (IDIV/MOD, so int32: codegen's index_dtype.cpp) keeps
+// the unroller, which shares that arithmetic between copies: W4's weight gradient ran 1.4-1.7x slower
+// without it.
 tg::sdk::Status ClangRenderer::render(std::string_view name, std::span<const tg::UOp* const> uops,
                                       tg::sdk::Blob& source) noexcept {
   tg::sdk::Status st = dialect_->render(name, uops, source);
-  if (!st.ok() ||
-      std::any_of(uops.begin(), uops.end(), [](const tg::UOp* u) { return u->op() == tg::Ops::DEFINE_REG; }))
-    return st;
+  bool accumulates = false, divides = false;
+  for (const tg::UOp* u : uops) {
+    accumulates = accumulates || u->op() == tg::Ops::DEFINE_REG;
+    divides = divides || u->op() == tg::Ops::IDIV || u->op() == tg::Ops::MOD;
+  }
+  if (!st.ok() || (accumulates && divides)) return st;
   return tg::sdk::guard([&]() -> tg::sdk::Status {
     std::string text(source.text()), out;
     for (size_t p = 0; p < text.size();) {
