@@ -66,9 +66,9 @@ ClangRenderer::ClangRenderer(HalfMode half, unsigned threads) {
 // for, and clang's unroller spent most of the -O2 compile time on copies of them. Elementwise kernels (the
 // Fashion-MNIST step's 32: 1.25 s -> 0.06 s), and reduces with int64 indices (the step's kernels compiled
 // in 0.7-0.8x the CPU time, its first step on a cold cache 2.8-3.5 s instead of 3.9-4.0; W4's matmuls ran
-// as fast or faster). A reduce whose indices divide (IDIV/MOD, so int32: codegen's index_dtype.cpp) keeps
-// the unroller, which shares that arithmetic between copies: W4's weight gradient ran 1.4-1.7x slower
-// without it.
+// as fast or faster). A reduce with an IDIV or MOD (indices that divide, which codegen's index_dtype.cpp
+// keeps int32, or integer values that do) keeps the unroller, which shares that arithmetic between copies:
+// W4's weight gradient ran 1.4-1.7x slower without it.
 tg::sdk::Status ClangRenderer::render(std::string_view name, std::span<const tg::UOp* const> uops,
                                       tg::sdk::Blob& source) noexcept {
   tg::sdk::Status st = dialect_->render(name, uops, source);
