@@ -1,9 +1,9 @@
 // INDEX dtype -> a concrete integer: int32 where range analysis proves the value fits, else int64. A node
 // with an int64 operand is int64 too, and narrower operands are widened to match. On a CPU-style renderer
-// a kernel that divides no index computes every index in int64: its addresses then need no sign extension
-// of a wrapping 32-bit sum, and clang's loop passes (induction variables, strength reduction) fold them
-// instead of carrying each offset apart. The Fashion-MNIST step compiled in 0.65-0.8x the CPU time and its
-// 5x5 conv kernels ran 1.1-1.3x faster. A kernel with IDIV or MOD keeps int32, where division by a
+// with int64, a kernel that divides no index computes every index in int64: its addresses need no sign
+// extension of a wrapping 32-bit sum, and clang's loop passes (induction variables, strength reduction)
+// fold them instead of carrying each offset apart. The Fashion-MNIST step compiled in 0.65-0.8x the CPU time
+// and its 5x5 conv kernels ran 1.1-1.3x faster. A kernel with IDIV or MOD keeps int32, where division by a
 // constant is cheaper (W4's im2col copy ran slower in int64).
 #include <cstdint>
 #include <limits>
@@ -71,7 +71,8 @@ UOpRef lower_index_dtype(const UOpRef& sink, const sdk::RendererCaps& caps) {
   bool divides = false;
   for (const UOp* u : sink->toposort())
     divides = divides || ((u->op() == Ops::IDIV || u->op() == Ops::MOD) && u->dtype() == dtypes::index);
-  bool cpu = caps.has_threads && !caps.has_local;
+  bool cpu = caps.has_threads && !caps.has_local &&
+             (caps.dtypes == 0 || sdk::has_dtype(caps, static_cast<unsigned>(Scalar::INT64)));
   return graph_rewrite(sink, cpu && !divides ? wide : narrow, nullptr, {.name = "lower index dtype"});
 }
 

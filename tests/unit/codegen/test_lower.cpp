@@ -331,6 +331,11 @@ BOOST_AUTO_TEST_CASE(index_dtype_widens_only_where_needed) {
   run_interp(d, bufs);
   auto o = values<int32_t>(bufs[0]);
   for (int k = 0; k < 4096; k++) BOOST_TEST(o[k] == k % 3);
+  // A CPU-style renderer without int64 keeps int32 where the values fit.
+  sdk::RendererCaps no64 = cpu_caps();
+  no64.dtypes &= ~(uint64_t{1} << static_cast<int>(Scalar::INT64));
+  LinearProgram n = lower_kernel(UOp::sink({end(store(small, r, r->cast(dtypes::int32)), {r})}), no64);
+  for (const UOpRef& u : n.uops) BOOST_TEST(u->dtype() != dtypes::int64, n.str());
 }
 
 BOOST_AUTO_TEST_CASE(bad_asts_are_rejected) {
