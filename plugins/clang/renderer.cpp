@@ -1,6 +1,5 @@
 #include "plugins/clang/renderer.hpp"
 
-#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
