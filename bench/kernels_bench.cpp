@@ -1,9 +1,10 @@
 // Kernel benchmark: the kernels the scheduler makes for matmul, convs, a conv weight gradient, im2col copies,
-// an elementwise chain and a sum, lowered without opts (NOOPT) and with the heuristic's, run on one device;
-// prints GFLOPS / GB/s and the ratio. Asserts nothing.
+// NCHW <-> channels-last copies, an elementwise chain and a sum, lowered without opts (NOOPT) and with the
+// heuristic's, run on one device; prints GFLOPS / GB/s and the ratio. Asserts nothing.
 //   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING] [--opts U1:16,U0:4,R2:4,T0:2] [--vs OPTS]
-// (DEBUG=4 prints the sources; --opts lowers the reduce kernels with these opts instead of the heuristic's,
-// where they apply)
+//                 [--kind r|E]
+// (DEBUG=4 prints the sources; --opts lowers the reduce kernels, or with --kind E the elementwise ones, with
+// these opts instead of the heuristic's, where they apply)
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -39,10 +40,12 @@ struct Variant {
   std::optional<std::vector<Opt>> opts;
 };
 
+char kind = 'r';  // --kind: the kernels --opts and --vs apply to (r reduce, E elementwise)
+
 Compiled compile(Device& dev, const UOpRef& ast, const Variant& v) {
   env::Scoped s(env::NOOPT, v.noopt ? 1 : 0);
   LowerOptions lo;
-  if (!v.noopt && kernel_name(ast)[0] == 'r') lo.opts = v.opts;
+  if (!v.noopt && kernel_name(ast)[0] == kind) lo.opts = v.opts;
   Compiled c;
   try {
     c.prog = lower_kernel(ast, dev.caps(), lo);
@@ -151,6 +154,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--device")) device = argv[i + 1];
     if (!std::strcmp(argv[i], "--repeat")) repeat = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--kind")) kind = argv[i + 1][0];
     if (!std::strcmp(argv[i], "--opts")) forced = parse_opts(argv[i + 1]);
     if (!std::strcmp(argv[i], "--vs")) vs = parse_opts(argv[i + 1]);
   }
@@ -201,6 +205,17 @@ int main(int argc, char** argv) {
                     .reshape({32, 16, 20, 20, 32, 5, 5, 1});
     Tensor dw = (xw * dyt.reshape({32, 16, 20, 20, 1, 1, 1, 32})).sum({1, 2, 3}).contiguous().sum(0);
     bench(dev, "conv dw 32->32 5x5", dw, 2.0 * 512 * 25 * 32 * 32 * 400, "GFLOPS", repeat);
+  }
+  // the training step's layout copies: a direct conv's channels-last output back to NCHW with its bias,
+  // and NCHW input to channels last
+  for (auto [c, hw] : {std::pair<int64_t, int64_t>{32, 20}, {32, 24}, {64, 12}, {64, 6}}) {
+    Tensor x = Tensor::empty({512, hw, hw, c}, f32, device), bias = Tensor::empty({c}, f32, device);
+    bench(dev, fmt::format("to NCHW {}x{}x{}", c, hw, hw).c_str(),
+          (x.permute({0, 3, 1, 2}) + bias.reshape({1, c, 1, 1})).contiguous(), 8.0 * 512 * c * hw * hw,
+          "GB/s", repeat);
+    Tensor y = Tensor::empty({512, c, hw, hw}, f32, device);
+    bench(dev, fmt::format("to NHWC {}x{}x{}", c, hw, hw).c_str(), y.permute({0, 2, 3, 1}).contiguous(),
+          8.0 * 512 * c * hw * hw, "GB/s", repeat);
   }
   const int64_t m = 16 << 20;
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);

@@ -432,6 +432,50 @@ BOOST_AUTO_TEST_CASE(heuristic_elementwise_1m) {
   BOOST_TEST(hand_coded_optimizations(elementwise_ast(), c_caps()).empty());
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_transposing_copy_gets_a_tile) {
+  // out[n, c, h, w] = x[n, h, w, c] + bias[c] for (4, 32, 6, 20): the store is contiguous along w, x along c.
+  // A 4 x 4 tile: c (the load's contiguous axis) by 4, then w by 4; too small for threads.
+  UOpRef n = range(4, 0), c = range(32, 1), h = range(6, 2), w = range(20, 3);
+  UOpRef x = glob(1, dtypes::float32, 4 * 6 * 20 * 32), bias = glob(2, dtypes::float32, 32);
+  UOpRef v = load(x, n * idx(3840) + h * idx(640) + w * idx(32) + c) + load(bias, c);
+  UOpRef ast = UOp::sink(
+      {end(store(glob(0, dtypes::float32, 3840 * 4), n * idx(3840) + c * idx(120) + h * idx(20) + w, v),
+           {n, c, h, w})});
+  std::vector<Opt> want{{OptOps::UPCAST, 1, 4}, {OptOps::UPCAST, 3, 4}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<float> xv(3840 * 4), bv(32), out(3840 * 4);
+  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 7919) % 101) * 0.25f - 12.0f;
+  for (size_t i = 0; i < bv.size(); i++) bv[i] = static_cast<float>(i) * 0.5f;
+  for (size_t a = 0; a < 4; a++)
+    for (size_t b = 0; b < 32; b++)
+      for (size_t y = 0; y < 6; y++)
+        for (size_t z = 0; z < 20; z++)
+          out[a * 3840 + b * 120 + y * 20 + z] = xv[a * 3840 + y * 640 + z * 32 + b] + bv[b];
+  check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv), bytes(bv)}, bytes(out), want);
+
+  // The other way, out[n, h, w, c] = y[n, c, h, w] for (4, 6, 6, 64): c by 4 (the store's axis) and w by 3,
+  // the divisor of 6 nearest 4.
+  UOpRef n2 = range(4, 0), h2 = range(6, 1), w2 = range(6, 2), c2 = range(64, 3);
+  UOpRef y = glob(1, dtypes::float32, 4 * 64 * 36);
+  UOpRef ast2 = UOp::sink(
+      {end(store(glob(0, dtypes::float32, 4 * 64 * 36), n2 * idx(2304) + h2 * idx(384) + w2 * idx(64) + c2,
+                 load(y, n2 * idx(2304) + c2 * idx(36) + h2 * idx(6) + w2)),
+           {n2, h2, w2, c2})});
+  std::vector<Opt> want2{{OptOps::UPCAST, 2, 3}, {OptOps::UPCAST, 3, 4}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast2, c_caps())) == opts_str(want2));
+  std::vector<float> yv(4 * 64 * 36), out2(yv.size());
+  for (size_t i = 0; i < yv.size(); i++) yv[i] = static_cast<float>(i % 97) - 48.0f;
+  for (size_t a = 0; a < 4; a++)
+    for (size_t b = 0; b < 64; b++)
+      for (size_t p = 0; p < 36; p++) out2[a * 2304 + p * 64 + b] = yv[a * 2304 + b * 36 + p];
+  check_opts(ast2, {bytes(std::vector<float>(out2.size())), bytes(yv)}, bytes(out2), want2);
+
+  // A device with workgroups keeps its own choice.
+  sdk::RendererCaps gpu = c_caps();
+  gpu.has_local = true;
+  BOOST_TEST(hand_coded_optimizations(ast, gpu).empty());
+}
+
 BOOST_AUTO_TEST_CASE(nested_reduce) {
   // out[i] = max_k sum_l x[i, k, l] for 4 x 6 x 8: the inner sum depends on k, so k cannot be unrolled.
   UOpRef i = range(4, 0), k = range(6, 1, AxisType::REDUCE), l = range(8, 2, AxisType::REDUCE);
