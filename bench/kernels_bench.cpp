@@ -1,6 +1,7 @@
 // Kernel benchmark: the kernels the scheduler makes for matmul, convs, a conv weight gradient, im2col copies,
-// NCHW <-> channels-last copies, an elementwise chain and a sum, lowered without opts (NOOPT) and with the
-// heuristic's, run on one device; prints GFLOPS / GB/s and the ratio. Asserts nothing.
+// the training step's NCHW <-> channels-last copies, pool backward, pad, relu and batchnorm variance, an
+// elementwise chain and a sum, lowered without opts (NOOPT) and with the heuristic's, run on one device;
+// prints GFLOPS / GB/s and the ratio. Asserts nothing.
 //   kernels_bench [--device CLANG] [--repeat R] [--only SUBSTRING] [--opts U1:16,U0:4,R2:4,T0:2] [--vs OPTS]
 //                 [--kind r|E]
 // (DEBUG=4 prints the sources; --opts lowers the reduce kernels, or with --kind E the elementwise ones, with
@@ -170,6 +171,10 @@ int main(int argc, char** argv) {
     bench(dev, "conv 5x5 32->32 b512", x.conv2d(w), 2.0 * 512 * 32 * 24 * 24 * 32 * 25, "GFLOPS", repeat);
   }
   {
+    Tensor x = Tensor::empty({512, 1, 28, 28}, f32, device), w = Tensor::empty({32, 1, 5, 5}, f32, device);
+    bench(dev, "conv 5x5 1->32 b512", x.conv2d(w), 2.0 * 512 * 32 * 24 * 24 * 25, "GFLOPS", repeat);
+  }
+  {
     Tensor x = Tensor::empty({512, 32, 24, 24}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
     bench(dev, "conv 5x5 24->20 b512", x.conv2d(w), 2.0 * 512 * 32 * 20 * 20 * 32 * 25, "GFLOPS", repeat);
   }
@@ -216,6 +221,32 @@ int main(int argc, char** argv) {
     Tensor y = Tensor::empty({512, c, hw, hw}, f32, device);
     bench(dev, fmt::format("to NHWC {}x{}x{}", c, hw, hw).c_str(), y.permute({0, 2, 3, 1}).contiguous(),
           8.0 * 512 * c * hw * hw, "GB/s", repeat);
+  }
+  {
+    // a 2x2 max pool's backward fused with the step's elementwise work: loads at (h/2, w/2) next to
+    // full-resolution ones
+    Tensor x = Tensor::empty({512, 32, 20, 20}, f32, device),
+           t = Tensor::empty({512, 32, 10, 10}, f32, device),
+           g = Tensor::empty({512, 32, 10, 10}, f32, device);
+    auto up = [](const Tensor& v) {
+      return v.reshape({512, 32, 10, 1, 10, 1}).expand({512, 32, 10, 2, 10, 2}).reshape({512, 32, 20, 20});
+    };
+    bench(dev, "pool bwd 32x20x20", (x == up(t)).where(up(g) / (up(t) + 1.5f), 0.0f) + x,
+          4.0 * 512 * 32 * 1000, "GB/s", repeat);
+  }
+  {
+    Tensor x = Tensor::empty({512, 32, 24, 24}, f32, device);
+    bench(dev, "relu 4d", x.relu(), 8.0 * 512 * 32 * 576, "GB/s", repeat);
+    bench(dev, "relu 1d", x.reshape({512 * 32 * 576}).relu(), 8.0 * 512 * 32 * 576, "GB/s", repeat);
+    Tensor g = Tensor::empty({512, 32, 20, 20}, f32, device);
+    bench(dev, "pad 4", g.pad({{0, 0}, {0, 0}, {4, 4}, {4, 4}}), 4.0 * 512 * 32 * (400 + 784), "GB/s",
+          repeat);
+  }
+  {
+    // batchnorm's variance over (N, H, W) after its mean
+    Tensor x = Tensor::empty({512, 32, 20, 20}, f32, device), mu = Tensor::empty({1, 32, 1, 1}, f32, device);
+    Tensor d = x.relu() - mu;
+    bench(dev, "bn var 32x20x20", (d * d).sum({0, 2, 3}), 4.0 * 512 * 32 * 400, "GB/s", repeat);
   }
   const int64_t m = 16 << 20;
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);

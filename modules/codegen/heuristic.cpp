@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 
@@ -82,9 +83,11 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
                        [&](const Access& a) { return a.store && stride(a.idx, ranges[i], ranges) == 1; });
   };
 
-  auto loads_contiguous = [&](size_t i) {
-    return std::all_of(acc.begin(), acc.end(),
-                       [&](const Access& a) { return a.store || stride(a.idx, ranges[i], ranges) == 1; });
+  auto loads_contiguous = [&](size_t i) {  // or the same value along i (batchnorm's mean)
+    return std::all_of(acc.begin(), acc.end(), [&](const Access& a) {
+      int64_t s = a.store ? 1 : stride(a.idx, ranges[i], ranges);
+      return s == 0 || s == 1;
+    });
   };
 
   // A device with shared memory: a reduce with few outputs is split over 16 work items of a group, each
@@ -217,18 +220,39 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
         for (const Access& a : acc)
           if (!a.store && stride(a.idx, ranges[i], ranges) == 1 && stride(a.idx, ranges[*s], ranges) > 1)
             l = i;
+    // The multiple of `of` dividing axis i nearest 4 (the smaller of two as near), at most 16; 0 if none.
+    auto near4 = [&](size_t i, int64_t of) {
+      int64_t k = 0;
+      for (int64_t d = of; d <= 16; d += of)
+        if (d >= 2 && size[i] % d == 0 && (k == 0 || std::abs(d - 4) < std::abs(k - 4))) k = d;
+      return k;
+    };
     if (s && l) {
-      auto near4 = [&](size_t i) {  // the divisor of the axis nearest 4 (the smaller of two as near)
-        int64_t k = 0;
-        for (int64_t d = 2; d <= 6; d++)
-          if (size[i] % d == 0 && (k == 0 || std::abs(d - 4) < std::abs(k - 4))) k = d;
-        return k;
-      };
       for (size_t i : {*l, *s})
-        if (int64_t k = near4(i); k > 0) {
+        if (int64_t k = near4(i, 1); k > 0) {
           opts.push_back({OptOps::UPCAST, static_cast<int64_t>(i), k});
           size[i] /= k;
         }
+    } else if (s) {
+      // A load that divides the store's axis by a constant (a 2x2 pool's backward reads at w / 2): upcast
+      // that axis by a multiple of the divisors, so each loop trip's indices fold to constants and the
+      // loads are shared instead of one division and gather per value. The CNN's pool backward fused with
+      // batchnorm's, 32 x 20 x 20: w by 4 ran 1.3-1.9x faster.
+      int64_t of = 1;
+      for (const Access& a : acc) {
+        if (a.store) continue;
+        for (const UOp* u : a.idx->toposort())
+          if ((u->op() == Ops::IDIV || u->op() == Ops::MOD) && u->src(1)->is_const()) {
+            std::vector<const UOp*> inside = u->src(0)->toposort();
+            if (std::find(inside.begin(), inside.end(), ranges[*s]) == inside.end()) continue;
+            int64_t d = std::get<int64_t>(*u->src(1)->const_value());
+            if (d > 1 && d <= 16) of = std::lcm(of, d);
+          }
+      }
+      if (int64_t k = of > 1 ? near4(*s, of) : 0; k > 0) {
+        opts.push_back({OptOps::UPCAST, static_cast<int64_t>(*s), k});
+        size[*s] /= k;
+      }
     }
   }
 

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -414,6 +415,29 @@ BOOST_AUTO_TEST_CASE(heuristic_strip_sum) {
   check_opts(ast, {bytes(std::vector<float>(16 * 64)), bytes(xv)}, bytes(out), want);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_strip_sum_with_a_broadcast) {
+  // out[c, l] = sum_m (x[c, m, l] - mu[c])^2 for 16 x 256 x 64 (batchnorm's variance): mu is the same along
+  // l, so l is still upcast whole, one pass over each cache line of x (by the vector width, 16 lanes of 64
+  // took four passes).
+  UOpRef c = range(16, 0), l = range(64, 1), m = range(256, 2, AxisType::REDUCE);
+  UOpRef x = glob(1, dtypes::float32, 16 * 256 * 64), mu = glob(2, dtypes::float32, 16);
+  UOpRef d = load(x, c * idx(256 * 64) + m * idx(64) + l) - load(mu, c);
+  UOpRef ast = UOp::sink(
+      {end(store(glob(0, dtypes::float32, 16 * 64), c * idx(64) + l, reduce(d * d, {m}, Ops::ADD)), {c, l})});
+  std::vector<Opt> want{{OptOps::UPCAST, 1, 64}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<float> xv(16 * 256 * 64), muv(16), out(16 * 64, 0.0f);
+  for (size_t n = 0; n < xv.size(); n++) xv[n] = static_cast<float>((n * 7919) % 101) * 0.013f - 0.6f;
+  for (size_t n = 0; n < muv.size(); n++) muv[n] = static_cast<float>(n) * 0.0625f - 0.5f;
+  for (size_t a = 0; a < 16; a++)
+    for (size_t b = 0; b < 256; b++)
+      for (size_t e = 0; e < 64; e++) {
+        float v = xv[(a * 256 + b) * 64 + e] - muv[a];
+        out[a * 64 + e] = std::fma(v, v, out[a * 64 + e]);  // codegen forms a MULACC
+      }
+  check_opts(ast, {bytes(std::vector<float>(16 * 64)), bytes(xv), bytes(muv)}, bytes(out), want);
+}
+
 BOOST_AUTO_TEST_CASE(heuristic_elementwise_1m) {
   const int64_t n = 1 << 20;
   UOpRef i = range(n, 0);
@@ -474,6 +498,26 @@ BOOST_AUTO_TEST_CASE(heuristic_transposing_copy_gets_a_tile) {
   sdk::RendererCaps gpu = c_caps();
   gpu.has_local = true;
   BOOST_TEST(hand_coded_optimizations(ast, gpu).empty());
+}
+
+BOOST_AUTO_TEST_CASE(heuristic_pooled_load_upcasts_by_its_divisor) {
+  // out[n, c, h, w] = x[n, c, h, w] * t[n, c, h / 2, w / 2] for (4, 8, 20, 20) (a 2x2 pool's backward): w by
+  // 4, the multiple of 2 dividing 20 nearest 4, so the divisions fold and each t value feeds two lanes.
+  UOpRef n = range(4, 0), c = range(8, 1), h = range(20, 2), w = range(20, 3);
+  UOpRef x = glob(1, dtypes::float32, 4 * 8 * 400), t = glob(2, dtypes::float32, 4 * 8 * 100);
+  UOpRef flat = n * idx(3200) + c * idx(400) + h * idx(20) + w;
+  UOpRef v = load(x, flat) * load(t, n * idx(800) + c * idx(100) + (h / idx(2)) * idx(10) + w / idx(2));
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 4 * 8 * 400), flat, v), {n, c, h, w})});
+  std::vector<Opt> want{{OptOps::UPCAST, 3, 4}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<float> xv(4 * 8 * 400), tv(4 * 8 * 100), out(xv.size());
+  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 31) % 17) - 8.0f;
+  for (size_t i = 0; i < tv.size(); i++) tv[i] = static_cast<float>(i % 13) * 0.5f;
+  for (size_t p = 0; p < 32; p++)
+    for (size_t y = 0; y < 20; y++)
+      for (size_t z = 0; z < 20; z++)
+        out[p * 400 + y * 20 + z] = xv[p * 400 + y * 20 + z] * tv[p * 100 + (y / 2) * 10 + z / 2];
+  check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv), bytes(tv)}, bytes(out), want);
 }
 
 BOOST_AUTO_TEST_CASE(nested_reduce) {
