@@ -29,7 +29,6 @@ UOpRef cf(const UOpRef& like, double v) { return like->const_like(v); }
 UOpRef ci(const UOpRef& like, int64_t v) { return like->const_like(v); }
 UOpRef lt(const UOpRef& a, double b) { return a->lt(cf(a, b)); }
 UOpRef ne(const UOpRef& a, double b) { return a->ne(cf(a, b)); }
-UOpRef logical_not(const UOpRef& b) { return b->ne(b->const_like(true)); }
 UOpRef band(const UOpRef& a, int64_t m) { return a & ci(a, m); }
 UOpRef shr(const UOpRef& x, int y) { return x / (int64_t{1} << y); }  // as IDIV: only for x >= 0
 UOpRef shl(const UOpRef& x, int y) { return x * (int64_t{1} << y); }
@@ -179,8 +178,13 @@ UOpRef sin_poly_large(const UOpRef& d, const UOpRef& q) {
 
 UOpRef xexp2(const UOpRef& d) {
   bool f64 = is_f64(d);
-  UOpRef zero = cf(d, 0.0);
-  UOpRef x = map_numbers(d, zero, zero, zero, d);
+  // Clamped to [lower, upper] (NaN to upper, so the integer conversion below stays defined): there 2^x
+  // already overflows to inf and underflows to 0 through the two-step ldexp, so only NaN needs its own
+  // select at the end. (Mapping inf, -inf and NaN first and testing the bounds last took 18 vector ops of
+  // the 53 per 8 values on AVX2.)
+  double upper = f64 ? 1024 : 128, lower = f64 ? -2000 : -150;
+  UOpRef x = lt(d, upper)->where(d, cf(d, upper));
+  x = lt(x, lower)->where(cf(d, lower), x);
   UOpRef q = rintk(x);
   UOpRef s = x - q->cast(d->dtype());
   // minimax polynomial for 2^s on [-0.5, 0.5]
@@ -190,11 +194,7 @@ UOpRef xexp2(const UOpRef& d) {
                             0.2402265069591012214e+0, 0.6931471805599452862e+0, 0.1000000000000000000e+1})
                  : poly(s, {0.1535920892e-3, 0.1339262701e-2, 0.9618384764e-2, 0.5550347269e-1,
                             0.2402264476e+0, 0.6931471825e+0, 1.0});
-  u = ldexp2k(u, q);
-  double upper = f64 ? 1024 : 128, lower = f64 ? -2000 : -150;
-  u = logical_not(lt(d, upper))->where(cf(d, kInf), u);
-  u = lt(d, lower)->where(zero, u);
-  return d->ne(d)->where(cf(d, kNan), u);
+  return d->ne(d)->where(cf(d, kNan), ldexp2k(u, q));
 }
 
 UOpRef xlog2(const UOpRef& d) {

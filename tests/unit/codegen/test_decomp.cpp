@@ -79,6 +79,10 @@ void check_transcendentals(DType d) {
   auto xs = points<T>(-160, 140, 3001);
   for (T s : {T(0), T(-0.0), T(1e-30), T(-1e-30), T(L::infinity()), T(-L::infinity()), T(L::quiet_NaN())})
     xs.push_back(s);
+  // around both types' overflow and underflow (the input is clamped there) and far past them
+  for (T s : {T(127.99), T(128), T(-149.5), T(-150), T(-151), T(1023.9), T(1024.5), T(-1074.5), T(-2100),
+              T(1e30), T(-1e30)})
+    xs.push_back(s);
   BOOST_TEST(worst(xs, apply(Ops::EXP2, d, xs), [](double v) { return std::exp2(v); }) <= 2.0);
 
   std::vector<T> ls;
