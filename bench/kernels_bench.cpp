@@ -175,6 +175,13 @@ int main(int argc, char** argv) {
     bench(dev, "conv 5x5 1->32 b512", x.conv2d(w), 2.0 * 512 * 32 * 24 * 24 * 25, "GFLOPS", repeat);
   }
   {
+    // the CNN's 3x3 convs (short rows: direct, channels last)
+    Tensor x = Tensor::empty({512, 32, 10, 10}, f32, device), w = Tensor::empty({64, 32, 3, 3}, f32, device);
+    bench(dev, "conv 3x3 32->64 10x10", x.conv2d(w), 2.0 * 512 * 64 * 8 * 8 * 32 * 9, "GFLOPS", repeat);
+    Tensor x2 = Tensor::empty({512, 64, 8, 8}, f32, device), w2 = Tensor::empty({64, 64, 3, 3}, f32, device);
+    bench(dev, "conv 3x3 64->64 8x8", x2.conv2d(w2), 2.0 * 512 * 64 * 6 * 6 * 64 * 9, "GFLOPS", repeat);
+  }
+  {
     Tensor x = Tensor::empty({512, 32, 24, 24}, f32, device), w = Tensor::empty({32, 32, 5, 5}, f32, device);
     bench(dev, "conv 5x5 24->20 b512", x.conv2d(w), 2.0 * 512 * 32 * 20 * 20 * 32 * 25, "GFLOPS", repeat);
   }

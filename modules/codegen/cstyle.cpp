@@ -41,6 +41,16 @@ bool inlinable(Ops op) {
          op == Ops::VECTORIZE;
 }
 
+// A multiply-add that user accumulates onto, in a chain that starts from a register (an unrolled reduce
+// into an accumulator): it stays a statement, so the steps of several chains keep the interleaved order
+// the linearizer gave them instead of nesting into one expression per accumulator.
+bool accumulating(const UOp* u, const UOp* user) {
+  if (u->op() != Ops::MULACC || user->op() != Ops::MULACC || user->src(2).get() != u) return false;
+  const UOp* base = u;
+  while (base->op() == Ops::MULACC) base = base->src(2).get();
+  return base->op() == Ops::LOAD && buffer_root(base->src(0).get())->op() == Ops::DEFINE_REG;
+}
+
 }  // namespace
 
 CStyleRenderer::CStyleRenderer(const RendererCaps& caps) : caps_(caps) {
@@ -278,7 +288,7 @@ std::string CStyleRenderer::render_source(std::string_view name, std::span<const
   for (size_t i = n; i-- > 0;) {
     const UOp* u = uops[i];
     bool once = uses[i] == 1 && block[user[i]] == block[i];
-    if (once && inlinable(u->op())) inl[i] = true;
+    if (once && inlinable(u->op()) && !accumulating(u, uops[user[i]])) inl[i] = true;
     if (once && u->op() == Ops::LOAD && buffer_root(u->src(0).get())->op() == Ops::DEFINE_REG)
       inl[i] = stores[eval[user[i]]] == stores[i + 1];
     eval[i] = inl[i] ? eval[user[i]] : i;
@@ -450,10 +460,9 @@ RendererCaps CDialect::default_caps() {
   for (Scalar s : {Scalar::BOOL, Scalar::INT8, Scalar::UINT8, Scalar::INT16, Scalar::UINT16, Scalar::INT32,
                    Scalar::UINT32, Scalar::INT64, Scalar::UINT64, Scalar::FLOAT32, Scalar::FLOAT64})
     c.dtypes |= uint64_t{1} << static_cast<int>(s);
-  for (Ops o :
-       {Ops::ADD, Ops::MUL, Ops::NEG, Ops::IDIV, Ops::MOD, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,
-        Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::WHERE, Ops::FDIV, Ops::RECIPROCAL, Ops::SQRT, Ops::TRUNC,
-        Ops::MULACC})
+  for (Ops o : {Ops::ADD, Ops::MUL, Ops::NEG, Ops::IDIV, Ops::MOD, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
+                Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::WHERE, Ops::FDIV, Ops::RECIPROCAL,
+                Ops::SQRT, Ops::TRUNC, Ops::MULACC})
     c.native_ops[static_cast<int>(o) / 64] |= uint64_t{1} << (static_cast<int>(o) % 64);
   c.global_max[0] = c.global_max[1] = c.global_max[2] = 1;
   std::strncpy(c.dialect, "c", sizeof c.dialect - 1);

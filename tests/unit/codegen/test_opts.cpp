@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -175,6 +176,29 @@ BOOST_AUTO_TEST_CASE(non_dividing_axis) {
       });
   // The heuristic never splits an axis that does not divide: here it leaves the kernel alone (too small).
   BOOST_TEST(hand_coded_optimizations(ast, c_caps()).empty());
+}
+
+BOOST_AUTO_TEST_CASE(unrolled_chains_interleave) {
+  // A 2 x 16 register tile with k unrolled by 4: two accumulators, each updated by a chain of four
+  // multiply-adds per loop trip. The C keeps every step its own statement, in the order first step of each
+  // accumulator, then the second of each, ..., so the two chains overlap instead of one waiting on itself.
+  const int64_t m = 4, n = 16, k = 8;
+  std::vector<Opt> opts{{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 2, 4}};
+  std::vector<float> a = ints(m * k, 13), b = ints(k * n, 5, 3);
+  check_opts(matmul_ast(m, n, k), {bytes(std::vector<float>(m * n)), bytes(a), bytes(b)},
+             bytes(matmul_ref(a, b, m, n, k)), opts);
+  LinearProgram p = lower_with(matmul_ast(m, n, k), c_caps(), opts);
+  std::istringstream src(sdk::CDialect(c_caps()).render_source(p.name, p.view()));
+  std::vector<bool> from_register;  // per multiply-add statement: accumulates onto the register (a chain's start)
+  for (std::string line; std::getline(src, line);) {
+    size_t at = line.find("tg_fma_");
+    if (at == std::string::npos || line.find("static inline") != std::string::npos) continue;
+    BOOST_TEST(line.find("tg_fma_", at + 1) == std::string::npos, "nested: " << line);
+    from_register.push_back(line.find("acc0", at) != std::string::npos);
+  }
+  BOOST_TEST_REQUIRE(from_register.size() == 8u);
+  std::vector<bool> want{true, true, false, false, false, false, false, false};
+  BOOST_TEST(from_register == want, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(invalid_opts_name_the_opt) {
