@@ -127,6 +127,7 @@ class Chunk {
       return nullptr;
     // Simplified first: the opts' splits leave (outer*k + r) / k and % k in addresses.
     UOpRef idx = index->src(1)->simplify();
+    simplified_.push_back(idx);  // slopes_ keys its nodes by address: they must outlive the chunk
     if (slope(idx.get()) != 1) return nullptr;
     std::vector<UOpRef> src;
     for (size_t i = 0; i < index->src().size(); i++) {
@@ -169,6 +170,7 @@ class Chunk {
   const std::unordered_set<const UOp*>& varying_;
   std::unordered_map<const UOp*, Lanes> memo_;
   std::unordered_map<const UOp*, std::optional<int64_t>> slopes_;
+  std::vector<UOpRef> simplified_;
 };
 
 // Lane counts of the chunks: the widest power of two that fits, at most `width`.

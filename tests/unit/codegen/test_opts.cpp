@@ -189,7 +189,8 @@ BOOST_AUTO_TEST_CASE(unrolled_chains_interleave) {
              bytes(matmul_ref(a, b, m, n, k)), opts);
   LinearProgram p = lower_with(matmul_ast(m, n, k), c_caps(), opts);
   std::istringstream src(sdk::CDialect(c_caps()).render_source(p.name, p.view()));
-  std::vector<bool> from_register;  // per multiply-add statement: accumulates onto the register (a chain's start)
+  std::vector<bool>
+      from_register;  // per multiply-add statement: accumulates onto the register (a chain's start)
   for (std::string line; std::getline(src, line);) {
     size_t at = line.find("tg_fma_");
     if (at == std::string::npos || line.find("static inline") != std::string::npos) continue;
@@ -569,4 +570,28 @@ BOOST_AUTO_TEST_CASE(nested_reduce) {
       lower_with(ast, c_caps(), {{OptOps::UNROLL, 1, 2}}), ValueError, [](const ValueError& e) {
         return std::string(e.what()).find("UNROLL(axis=1, arg=2): a reduce nested") != std::string::npos;
       });
+}
+
+BOOST_AUTO_TEST_CASE(upcasts_of_a_relayout_copy) {
+  // out[p, k, j] = b[k, p * 16 + j] (a matmul's B packed in 16-wide panels) for (8, 32, 16), upcast along
+  // axes whose loads step by 16 and 128. The expander once kept the slopes of simplified addresses by node
+  // address after the nodes were freed: a new address at a reused one took its slope, and two loads 16
+  // apart became one vector load (BEAM dropped such candidates for a different output).
+  const int64_t P = 8, K = 32, J = 16;
+  UOpRef p = range(P, 0), kk = range(K, 1), j = range(J, 2);
+  UOpRef b = glob(1, dtypes::float32, K * P * J);
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, P * K * J), p * idx(K * J) + kk * idx(J) + j,
+                                    load(b, kk * idx(P * J) + p * idx(J) + j)),
+                              {p, kk, j})});
+  std::vector<float> bv(K * P * J), out(P * K * J);
+  for (size_t i = 0; i < bv.size(); i++) bv[i] = static_cast<float>(i);
+  for (int64_t a = 0; a < P; a++)
+    for (int64_t c = 0; c < K; c++)
+      for (int64_t d = 0; d < J; d++) out[(a * K + c) * J + d] = bv[(c * P + a) * J + d];
+  Bufs in{bytes(std::vector<float>(out.size())), bytes(bv)};
+  const Opt t{OptOps::THREAD, 0, 2}, u1{OptOps::UPCAST, 1, 4}, u0{OptOps::UPCAST, 0, 2};
+  check_opts(ast, in, bytes(out), {t, u1, u0});
+  check_opts(ast, in, bytes(out), {t, u1, u0, {OptOps::UPCAST, 2, 4}});
+  check_opts(ast, in, bytes(out), {t, u1, u0, {OptOps::UPCAST, 1, 4}});
+  check_opts(ast, in, bytes(out), {u1, u0, {OptOps::UPCAST, 2, 4}});
 }
