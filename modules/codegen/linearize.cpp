@@ -6,6 +6,7 @@
 #include <queue>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -135,20 +136,19 @@ class Linearizer {
   // same bytes. prio_ of the block's nodes: 0 everywhere when it has fewer than two chains.
   void order_chains(const std::vector<int>& nodes) {
     std::unordered_map<int, int> next;  // multiply-add -> the one that accumulates onto it
-    std::unordered_map<int, int> in_block;
-    for (int i : nodes) in_block[i] = 1;
+    std::unordered_set<int> in_block(nodes.begin(), nodes.end());
     std::unordered_map<int, int> users;
     for (int i : nodes)
       for (const UOpRef& src : topo_[i]->src())
-        if (auto it = in_block.find(at(src.get())); it != in_block.end()) users[at(src.get())]++;
+        if (in_block.count(at(src.get()))) users[at(src.get())]++;
     for (int i : nodes) {
       const UOp* u = topo_[i];
       if (u->op() != Ops::MULACC) continue;
       int c = at(u->src(2).get());
       if (in_block.count(c) && topo_[c]->op() == Ops::MULACC && users[c] == 1) next[c] = i;
     }
-    std::unordered_map<int, int> has_prev;
-    for (auto [c, i] : next) has_prev[i] = 1;
+    std::unordered_set<int> has_prev;
+    for (auto [c, i] : next) has_prev.insert(i);
     std::vector<int> starts;
     for (int i : nodes)
       if (topo_[i]->op() == Ops::MULACC && next.count(i) && !has_prev.count(i)) starts.push_back(i);
