@@ -20,8 +20,14 @@ struct Slot {
 }  // namespace
 
 MemoryPlan plan_memory(std::span<const ScheduleItem> items, const BecomesMap& becomes) {
-  std::unordered_set<const UOp*> held, written;
+  std::unordered_set<const UOp*> held;
   for (const auto& [key, value] : becomes) held.insert(sched::strip_movement(value.get()));
+  return plan_memory(items, [&](const UOp& buffer) { return !held.contains(&buffer); });
+}
+
+MemoryPlan plan_memory(std::span<const ScheduleItem> items,
+                       const std::function<bool(const UOp& buffer)>& shareable) {
+  std::unordered_set<const UOp*> written;
   for (const ScheduleItem& si : items) written.insert(si.bufs.at(0).get());
   // Lifetime of each plannable buffer: the items from its first to its last use.
   std::unordered_map<const UOp*, size_t> last;
@@ -29,7 +35,7 @@ MemoryPlan plan_memory(std::span<const ScheduleItem> items, const BecomesMap& be
   std::vector<std::vector<const UOp*>> ends(items.size());
   for (size_t i = 0; i < items.size(); i++)
     for (const UOpRef& b : items[i].bufs) {
-      if (!written.count(b.get()) || held.count(b.get())) continue;
+      if (!written.contains(b.get()) || !shareable(*b)) continue;
       if (!last.count(b.get())) starts[i].push_back(b);
       last[b.get()] = i;
     }

@@ -2,6 +2,7 @@
 // The scheduler: a SINK of tensor-graph UOps (docs/ir-stages.md stage 1) in, an ordered list of kernels
 // (stage 2 ASTs plus their buffers) out. See modules/schedule/README.md for the passes.
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <span>
 #include <string>
@@ -65,6 +66,9 @@ struct MemoryPlan {
   int64_t bytes_before = 0, bytes_after = 0;   // planned buffers' bytes without and with sharing
 };
 MemoryPlan plan_memory(std::span<const ScheduleItem> items, const BecomesMap& becomes);
+// The same for the written buffers `shareable` accepts (say, those the caller made and lets go afterwards).
+MemoryPlan plan_memory(std::span<const ScheduleItem> items,
+                       const std::function<bool(const UOp& buffer)>& shareable);
 // Replaces planned buffers in every item's bufs with their storage buffer.
 void apply_memory_plan(std::vector<ScheduleItem>& items, const MemoryPlan& plan);
 

@@ -524,14 +524,19 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
     std::vector<ScheduleItem> items = create_schedule(UOp::sink(targets), becomes, &var_vals);
     realize_times.schedule = t.seconds();
     count_stat(Stat::scheduled);
-    std::vector<std::shared_ptr<const CompiledKernel>> built = precompile(items, var_vals);
-    // A buffer this schedule made for an intermediate is let go after the last item that uses it: the
-    // allocator's cache hands its memory to the next buffer of that size (memory already touched, a
-    // smaller peak). Outputs stay.
+    // The buffers this schedule made for intermediates share storage by lifetime, and each is let go
+    // after the last item that uses it: the allocator's cache hands its memory to the next buffer of that
+    // size. Fresh memory costs a page fault per 4 KiB on first touch. Outputs stay.
     std::unordered_set<int64_t> outputs;
     for (const UOpRef& target : targets)
       if (auto it = becomes.find(target); it != becomes.end())
-        if (const UOp* b = whole_buffer(*it->second)) outputs.insert(buffer_id(*b));
+        for (const UOp* n : it->second->toposort())
+          if (n->op() == Ops::BUFFER) outputs.insert(buffer_id(*n));
+    MemoryPlan plan = plan_memory(items, [&](const UOp& b) {
+      return !outputs.contains(buffer_id(b)) && table().find(buffer_id(b)) == nullptr;
+    });
+    apply_memory_plan(items, plan);
+    std::vector<std::shared_ptr<const CompiledKernel>> built = precompile(items, var_vals);
     std::unordered_map<int64_t, size_t> last_use;
     for (size_t i = 0; i < items.size(); i++)
       for (const UOpRef& b : items[i].bufs) last_use[buffer_id(*b)] = i;

@@ -319,13 +319,17 @@ BOOST_AUTO_TEST_CASE(memory_planner_shares_intermediates) {
   }
   JitInfo fi = f.info(), gi = g.info();
   BOOST_CHECK_EQUAL(fi.launches, 6u);
-  BOOST_CHECK_EQUAL(fi.intermediates, 5u);
-  BOOST_CHECK_EQUAL(fi.intermediate_bytes, 5 * n * 4);
-  BOOST_CHECK_EQUAL(fi.planned_bytes, 2 * n * 4);  // a..e alternate between two buffers
+  // f's one realize already put a..e in two buffers by turns (the eager realize plans its intermediates)
+  BOOST_CHECK_EQUAL(fi.intermediates, 2u);
+  BOOST_CHECK_EQUAL(fi.intermediate_bytes, 2 * n * 4);
+  BOOST_CHECK_EQUAL(fi.planned_bytes, 2 * n * 4);
   BOOST_CHECK_EQUAL(fi.planned_buffers, 2u);
-  BOOST_CHECK_EQUAL(gi.intermediates, 4u);  // c is held by `kept`
+  // g realizes twice: a, b in two buffers, c held by `kept`, then d, e in two more. Across the two
+  // realizes only the JIT's planner shares: 4 buffers -> 2.
+  BOOST_CHECK_EQUAL(gi.intermediates, 4u);
   BOOST_CHECK_EQUAL(gi.intermediate_bytes, 4 * n * 4);
-  BOOST_CHECK_LT(gi.planned_bytes, gi.intermediate_bytes);
+  BOOST_CHECK_EQUAL(gi.planned_bytes, 2 * n * 4);
+  BOOST_CHECK_EQUAL(gi.planned_buffers, 2u);
 }
 
 // ---- symbolic sizes: one capture serves every value of a variable ----

@@ -224,6 +224,24 @@ BOOST_AUTO_TEST_CASE(intermediates_are_released_after_their_last_use) {
   BOOST_TEST(got.back() == static_cast<float>(n - 1 + 4));
 }
 
+BOOST_AUTO_TEST_CASE(intermediates_of_other_sizes_share_storage) {
+  // a (2 MiB) -> b (1 MiB) -> c (1 MiB) -> y. c is written after b read a, so c lives in a's memory: three
+  // buffers' worth taken from the device, where an allocation per size (a, b, c; y reusing b's) took four.
+  const int64_t n = int64_t{1} << 18;
+  Tensor x = Tensor::arange(n).cast(dtypes::float32).realize();
+  Tensor a = x.pad({{0, n}}).contiguous();
+  Tensor b = (a.shrink({{0, n}}) + a.shrink({{n, 2 * n}}) + 1).contiguous();
+  Tensor y = (b * 2).contiguous() + 1;
+  LruAllocator& alloc = tg::device(x.device()).allocator();
+  alloc.flush();
+  size_t before = alloc.in_use_bytes();
+  y.realize();
+  BOOST_TEST(alloc.in_use_bytes() + alloc.cached_bytes() - before == 3 * static_cast<size_t>(n) * 4);
+  std::vector<float> got = y.to_vector<float>();
+  BOOST_TEST(got.front() == 3.0f);                                    // (0 + 0 + 1) * 2 + 1
+  BOOST_TEST(got.back() == static_cast<float>((n - 1 + 1) * 2 + 1));  // ((n-1) + 0 + 1) * 2 + 1
+}
+
 BOOST_AUTO_TEST_CASE(lazy_graphs_keep_their_inputs) {
   Tensor a = Tensor({1, 2});
   Tensor b = a + 1;
@@ -263,11 +281,12 @@ BOOST_AUTO_TEST_CASE(casts) {
   // nearest half values: 0.1 -> 0x2E66 = 0.0999755859375; 70000 overflows to inf
   expect_values(x.cast(dtypes::float16), {1, 0.0999755859375, 65504, std::numeric_limits<double>::infinity()},
                 0);
-  // float64 -> float16 rounds once, to nearest even: 1 + 2^-11 + 2^-40 is past the midpoint (0x3C01), 1 + 2^-11
-  // is on it (even: 0x3C00; rounding through float32 would make both 1.0); 65519.99 stays finite (0x7BFF),
-  // 65520 ties to even, which overflows (0x7C00); -1e-300 is -0 (0x8000); NaN stays NaN.
+  // float64 -> float16 rounds once, to nearest even: 1 + 2^-11 + 2^-40 is past the midpoint (0x3C01), 1 +
+  // 2^-11 is on it (even: 0x3C00; rounding through float32 would make both 1.0); 65519.99 stays finite
+  // (0x7BFF), 65520 ties to even, which overflows (0x7C00); -1e-300 is -0 (0x8000); NaN stays NaN.
   Tensor d = Tensor(std::vector<double>{1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-11, 65519.99, 65520.0, -1e-300});
-  expect_exact<uint16_t>(d.cast(dtypes::float16).bitcast(dtypes::uint16), {0x3C01, 0x3C00, 0x7BFF, 0x7C00, 0x8000});
+  expect_exact<uint16_t>(d.cast(dtypes::float16).bitcast(dtypes::uint16),
+                         {0x3C01, 0x3C00, 0x7BFF, 0x7C00, 0x8000});
   BOOST_TEST(std::isnan(Tensor(std::vector<double>{NAN}).cast(dtypes::float16).item<float>()));
   // bfloat16 runs on INTERP: the C renderer has no bfloat16 emulation yet.
   expect_values(Tensor(std::vector<float>{1.0f / 3}, {}, {}, "INTERP").cast(dtypes::bfloat16), {0.333984375},
