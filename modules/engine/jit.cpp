@@ -18,6 +18,7 @@
 #include "runtime/buffer.hpp"
 #include "runtime/check.hpp"
 #include "runtime/stats.hpp"
+#include "schedule/schedule.hpp"
 #include "tensor/realize.hpp"
 
 namespace tg {
@@ -120,47 +121,32 @@ struct BufferUse {
 };
 
 // Intermediates (written before read, held by no tensor after fn returned) get storage shared by
-// lifetime: greedy over launches in order, best fit among free storages of the same device.
+// lifetime over the launches (share_by_lifetime, per device).
 std::unordered_map<int64_t, std::shared_ptr<Buffer>> plan_intermediates(
-    const std::map<int64_t, BufferUse>& uses, size_t n_launches, JitInfo& info) {
-  struct Slot {
-    Device* device;
-    size_t nbytes = 0;
-    bool busy = true;
-    std::vector<int64_t> members;
-  };
-  std::vector<std::vector<int64_t>> starts(n_launches), ends(n_launches);
+    const std::map<int64_t, BufferUse>& uses, JitInfo& info) {
+  std::vector<int64_t> ids;
+  std::vector<Lifetime> lifetimes;
+  std::vector<Device*> devices;  // per group
   for (const auto& [id, u] : uses) {
     if (u.alive || !u.first_written || u.buffer->base()) continue;
-    starts[u.first].push_back(id), ends[u.last].push_back(id);
+    Device* d = &u.buffer->device();
+    size_t g = static_cast<size_t>(std::find(devices.begin(), devices.end(), d) - devices.begin());
+    if (g == devices.size()) devices.push_back(d);
+    ids.push_back(id), lifetimes.push_back({static_cast<int64_t>(u.buffer->nbytes()), u.first, u.last, g});
+    info.intermediates++, info.intermediate_bytes += lifetimes.back().size;
   }
-  std::vector<Slot> slots;
-  std::unordered_map<int64_t, size_t> slot_of;
-  for (size_t i = 0; i < n_launches; i++) {
-    for (int64_t id : starts[i]) {
-      const Buffer& b = *uses.at(id).buffer;
-      info.intermediates++, info.intermediate_bytes += static_cast<int64_t>(b.nbytes());
-      size_t best = slots.size(), best_cost = SIZE_MAX;
-      for (size_t s = 0; s < slots.size(); s++) {
-        if (slots[s].busy || slots[s].device != &b.device()) continue;
-        size_t have = slots[s].nbytes, need = b.nbytes();
-        size_t cost = have >= need ? have - need : (size_t{1} << 62) + (need - have);
-        if (cost < best_cost) best = s, best_cost = cost;
-      }
-      if (best == slots.size()) slots.push_back(Slot{&b.device(), 0, true, {}});
-      slots[best].busy = true, slots[best].nbytes = std::max(slots[best].nbytes, b.nbytes());
-      slots[best].members.push_back(id);
-      slot_of[id] = best;
-    }
-    for (int64_t id : ends[i]) slots[slot_of.at(id)].busy = false;
-  }
+  SharedStorage shared = share_by_lifetime(lifetimes);
+  std::vector<std::shared_ptr<Buffer>> storage(shared.sizes.size());
+  for (size_t s = 0; s < storage.size(); s++) info.planned_bytes += shared.sizes[s];
   std::unordered_map<int64_t, std::shared_ptr<Buffer>> placed;
-  for (const Slot& s : slots) {
-    info.planned_bytes += static_cast<int64_t>(s.nbytes);
-    auto storage = std::make_shared<Buffer>(*s.device, s.nbytes);
-    for (int64_t id : s.members) placed[id] = storage;
+  for (size_t i = 0; i < ids.size(); i++) {
+    size_t s = shared.storage_of[i];
+    if (!storage[s])
+      storage[s] =
+          std::make_shared<Buffer>(*devices[lifetimes[i].group], static_cast<size_t>(shared.sizes[s]));
+    placed[ids[i]] = storage[s];
   }
-  info.planned_buffers = slots.size();
+  info.planned_buffers = storage.size();
   return placed;
 }
 
@@ -286,8 +272,7 @@ struct Jit::Impl {
         u.alive = u.alive || !l.holds[a].expired() || input_of.count(l.buffer_ids[a]);
       }
     }
-    std::unordered_map<int64_t, std::shared_ptr<Buffer>> placed =
-        plan_intermediates(uses, log.launches.size(), c.info);
+    std::unordered_map<int64_t, std::shared_ptr<Buffer>> placed = plan_intermediates(uses, c.info);
     for (CapturedLaunch& l : log.launches) {
       Launch& r = c.launches.emplace_back();
       r.name = std::move(l.name), r.program = std::move(l.program), r.vars = std::move(l.vars),

@@ -59,6 +59,22 @@ UOpRef buffer_view(const UOpRef& buffer, const Shape& shape);
 int64_t next_unique_id();
 UOpRef new_buffer(const UOpRef& device, int64_t numel, DType dtype);
 
+// Storage shared by lifetime, for any planner of buffers used from one step to another (schedule items,
+// a JIT's captured launches): buffers whose steps do not overlap and whose groups (a device, a dtype) match
+// share one storage. Greedy by size: the largest first, each into the smallest storage of its group that
+// no overlapping buffer uses, else into a new one of its size. The total comes close to the most bytes
+// live at once (the Fashion-MNIST CNN's training step: 303 MB, where placing by first use took 335 MB).
+struct Lifetime {
+  int64_t size = 0;
+  size_t first = 0, last = 0;  // the steps that use it, both included
+  size_t group = 0;            // only buffers of one group share
+};
+struct SharedStorage {
+  std::vector<size_t> storage_of;  // per lifetime
+  std::vector<int64_t> sizes;      // per storage
+};
+SharedStorage share_by_lifetime(std::span<const Lifetime> lifetimes);
+
 // Buffers created for intermediate values whose lifetimes within the schedule do not overlap share
 // storage. Buffers that are becomes values, or that existed before the schedule, are never shared.
 struct MemoryPlan {
