@@ -32,6 +32,7 @@ struct RealizeInfo {
   // Unrealized nodes whose value repeats a reduce over buffers: computing them twice is expensive, so a
   // second distinct use realizes them (found while lowering).
   NodeSet heavy;
+  NodeSet aliases;  // CONTIGUOUS nodes whose source is realized in their place: its buffer is theirs
 };
 // Roots, CONTIGUOUS, COPY (and a source it cannot copy directly), ASSIGN, and reduces that are expanded.
 // `forced` are extra nodes found by later passes (hazards, repeated heavy uses).

@@ -335,7 +335,7 @@ bool needs_no_kernel(const UOp* b) {
 }  // namespace
 
 RealizeInfo decide_realize(const UOpRef& sink, const NodeSet& forced) {
-  RealizeInfo info{forced, {}};
+  RealizeInfo info{forced, {}, {}};
   NodeSet expanded;
   for (const UOpRef& r : sink->src()) {
     const UOp* b = strip_movement(r.get());
@@ -343,6 +343,17 @@ RealizeInfo decide_realize(const UOpRef& sink, const NodeSet& forced) {
   }
   MarkCtx mctx{&info, &expanded};
   graph_rewrite(sink, pm_realize_marks(), mctx, {.name = "schedule: realize marks"});
+  // A CONTIGUOUS stores the value of its source: that source is realized instead, so its other uses read the
+  // buffer rather than computing the value again, and the CONTIGUOUS is that buffer (build). A relu stored
+  // for the next conv: its backward's mask reads it, and the conv output under it can go after the forward.
+  for (const UOp* r : info.realized)
+    if (r->op() == Ops::CONTIGUOUS) {
+      const UOp* v = r->src(0).get();
+      if (!needs_no_kernel(v) && !group::Movement.contains(v->op()) &&
+          !OpSet{Ops::CONTIGUOUS, Ops::COPY, Ops::ASSIGN}.contains(v->op()))
+        info.aliases.insert(r);
+    }
+  for (const UOp* r : info.aliases) info.realized.insert(r->src(0).get());
 
   // An expanded value is realized when recomputing it per broadcast element would repeat a reduce over
   // buffers; cheap elementwise values are recomputed instead. Sources first, so decisions below are final.

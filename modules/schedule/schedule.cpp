@@ -136,6 +136,11 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, Buil
       if (fresh) it->second = new_buffer(device, numel, x->dtype());
       return it->second;
     };
+    if (info.aliases.count(x)) {
+      b.views[x] = b.views.at(x->src(0).get());  // its source's buffer (decide_realize): no kernel of its own
+      b.kernels.push_back(std::move(k));
+      continue;
+    }
     if (x->op() == Ops::COPY) {
       UOpRef src = copy_source(x->src(0).get(), b), out = buffer(x->src(1));
       b.views[x] = buffer_view(out, shape);

@@ -115,6 +115,24 @@ ShapePairs pad_of_shrink(const UOp& r) {  // the padding that puts a SHRINK's ou
   return p;
 }
 
+// A CONST of value 0, seen through the RESHAPE/EXPAND that broadcast it.
+bool is_zero(const UOp& u) {
+  const UOp* n = &u;
+  while (n->op() == Ops::RESHAPE || n->op() == Ops::EXPAND) n = n->src(0).get();
+  const ConstValue* v = n->const_value();
+  return v && std::visit([](auto x) { return x == 0; }, *v);
+}
+
+// where(c, a, b): g goes to a where c holds, to b elsewhere. relu is where(0 < x, x, 0): its mask is read
+// from the output as 0 < r, true exactly where 0 < x (NaN included), so a backward that keeps the output
+// (stored for the next layer, say) need not keep x too.
+Grads where_grad(GradientCtx& c, const UOp& r, const UOpRef& g) {
+  UOpRef mask = r.src(0), zero = k(c, g, 0);
+  if (mask->op() == Ops::CMPLT && mask->src(1) == r.src(1) && is_zero(*mask->src(0)) && is_zero(*r.src(2)))
+    mask = mask->with_src({mask->src(0), r.ref()});
+  return {UOpRef(), mask->where(g, zero), mask->where(zero, g)};
+}
+
 Grads none(const UOp& r) { return Grads(r.src().size()); }
 bool float_cast(const UOp& r) { return r.dtype().is_float() && r.src(0)->dtype().is_float(); }
 
@@ -165,7 +183,7 @@ const GradRule kRules[] = {
     {UPat(Ops::MULACC), TG_GRAD(g * r.src(1), g * r.src(0), g)},                   // a*b+c
     {UPat(Ops::POW), pow_grad},
     {UPat(Ops::MAX), max_grad},
-    {UPat(Ops::WHERE), TG_GRAD(UOpRef(), r.src(0)->where(g, k(c, g, 0)), r.src(0)->where(k(c, g, 0), g))},
+    {UPat(Ops::WHERE), where_grad},
     {UPat(OpSet{Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::IDIV,
                 Ops::MOD, Ops::THREEFRY, Ops::BITCAST, Ops::DETACH, Ops::ASSIGN}),
      [](C&, R r, G) { return none(r); }},                                          // not differentiable, or cut

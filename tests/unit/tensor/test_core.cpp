@@ -242,6 +242,34 @@ BOOST_AUTO_TEST_CASE(intermediates_of_other_sizes_share_storage) {
   BOOST_TEST(got.back() == static_cast<float>((n - 1 + 1) * 2 + 1));  // ((n-1) + 0 + 1) * 2 + 1
 }
 
+BOOST_AUTO_TEST_CASE(a_stored_value_is_read_by_its_other_uses) {
+  // r is stored by contiguous(); the sum reads it from there instead of computing it from x again
+  Tensor x = Tensor(std::vector<float>{1, 2, 3}).realize();
+  Tensor r = x * 2 + 1;
+  Tensor z = r.contiguous().sum() + r.sum();
+  std::vector<ScheduleItemView> items = z.schedule();
+  BOOST_REQUIRE(items.size() == 2u);
+  const UOpRef& stored = items[0].bufs.at(0);
+  BOOST_TEST((items[1].bufs == std::vector<UOpRef>{items[1].bufs.at(0), stored}));
+  BOOST_TEST(z.item<float>() == 30.0f);  // (3 + 5 + 7) * 2
+}
+
+BOOST_AUTO_TEST_CASE(relu_backward_reads_the_stored_output) {
+  // h and relu(h) are stored, as between two convs. relu's gradient masks with 0 < relu(h), which holds
+  // exactly where 0 < h does, so after the forward only relu(h)'s kernel reads h.
+  Tensor x = Tensor(std::vector<float>{-1, 1, 1.5f, 3}).requires_grad_();
+  Tensor h = (x * 2 - 3).contiguous();
+  Tensor r = h.relu().contiguous();
+  Tensor g = (r * r).sum().gradient({x})[0];
+  std::vector<ScheduleItemView> items = g.schedule();
+  BOOST_REQUIRE(items.size() >= 2u);
+  const UOpRef& hbuf = items[0].bufs.at(0);
+  for (size_t i = 2; i < items.size(); i++)
+    BOOST_TEST(std::count(items[i].bufs.begin(), items[i].bufs.end(), hbuf) == 0);
+  // d/dx (relu(2x - 3))^2 = 2 relu(2x - 3) * 2 where 2x - 3 > 0: x = 1.5 is on the kink (0)
+  expect_exact<float>(g, {0, 0, 0, 12});
+}
+
 BOOST_AUTO_TEST_CASE(lazy_graphs_keep_their_inputs) {
   Tensor a = Tensor({1, 2});
   Tensor b = a + 1;
