@@ -138,6 +138,12 @@ std::unordered_map<int64_t, std::shared_ptr<Buffer>> plan_intermediates(
   SharedStorage shared = share_by_lifetime(lifetimes);
   std::vector<std::shared_ptr<Buffer>> storage(shared.sizes.size());
   for (size_t s = 0; s < storage.size(); s++) info.planned_bytes += shared.sizes[s];
+  // A storage is the captured buffer of its size when it has one (the capture's own realize planned its
+  // intermediates, so most have): memory already touched, not a second set of buffers that the first
+  // replay would fault in page by page.
+  for (size_t i = 0; i < ids.size(); i++)
+    if (size_t s = shared.storage_of[i]; !storage[s] && lifetimes[i].size == shared.sizes[s])
+      storage[s] = uses.at(ids[i]).buffer;
   std::unordered_map<int64_t, std::shared_ptr<Buffer>> placed;
   for (size_t i = 0; i < ids.size(); i++) {
     size_t s = shared.storage_of[i];

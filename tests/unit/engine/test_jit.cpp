@@ -15,6 +15,7 @@
 #include "base/error.hpp"
 #include "engine/jit.hpp"
 #include "nn/optim.hpp"
+#include "runtime/registry.hpp"
 #include "runtime/stats.hpp"
 #include "tensor/tensor.hpp"
 
@@ -330,6 +331,31 @@ BOOST_AUTO_TEST_CASE(memory_planner_shares_intermediates) {
   BOOST_CHECK_EQUAL(gi.intermediate_bytes, 4 * n * 4);
   BOOST_CHECK_EQUAL(gi.planned_bytes, 2 * n * 4);
   BOOST_CHECK_EQUAL(gi.planned_buffers, 2u);
+}
+
+BOOST_AUTO_TEST_CASE(replays_run_in_the_captured_buffers) {
+  // The capture's realize already placed a..d in two buffers by turns; the JIT keeps those for its
+  // replays rather than allocating its plan anew, so capturing and replaying take no more device memory
+  // than the first call did.
+  const int64_t n = int64_t{1} << 16;
+  Jit f = jit([](std::span<const Tensor> in) -> std::vector<Tensor> {
+    Tensor a = (in[0] + 1).contiguous(), b = (a * 2).contiguous(), c = (b - 3).contiguous();
+    Tensor d = (c * in[0]).contiguous();
+    return {d.sum()};
+  });
+  std::vector<Tensor> xs;
+  for (int s = 0; s < 4; s++) xs.push_back(Tensor(data(s, n)).realize());
+  LruAllocator& alloc = device(xs[0].device()).allocator();
+  std::vector<size_t> held;
+  for (int s = 0; s < 4; s++) {
+    std::vector<float> x = xs[static_cast<size_t>(s)].to_vector<float>();
+    double want = 0;
+    for (float v : x) want += static_cast<double>(((v + 1) * 2 - 3) * v);
+    check_close(f({xs[static_cast<size_t>(s)]})[0].to_vector<float>(), {want}, 1e-4);
+    held.push_back(alloc.in_use_bytes() + alloc.cached_bytes());
+  }
+  BOOST_CHECK_EQUAL(f.info().planned_buffers, 2u);
+  BOOST_CHECK_EQUAL(held[3], held[0]);
 }
 
 // ---- symbolic sizes: one capture serves every value of a variable ----
