@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <optional>
 #include <queue>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -122,13 +124,51 @@ void note_heavy_use(std::unordered_map<const UOp*, HeavyUse>& uses, NodeSet& rep
   if (!fresh && (it->second.kernel != use.kernel || it->second.index != use.index)) repeated.insert(x);
 }
 
+// One kernel to lower: its node, what it computes into where, and the result (or the error).
+struct LowerJob {
+  const UOp* x;
+  int kernel;
+  UOpRef value, out, target;
+  Signature sig;
+  std::optional<Lowered> done;
+  VarVals var_vals;
+  std::exception_ptr error;
+};
+
+void lower_job(LowerJob& job, const Built& b, const RealizeInfo& info) {
+  try {
+    Lowered l{std::move(job.sig), {}, {}, false};
+    std::unordered_map<const UOp*, HeavyUse> uses;  // this kernel's own: build() replays l.notes in order
+    NodeSet repeated;
+    LowerCtx ctx;
+    ctx.views = &b.views, ctx.root = job.x, ctx.kernel = job.kernel, ctx.notes = &l.notes;
+    ctx.heavy = &info.heavy, ctx.heavy_uses = &uses, ctx.repeated = &repeated, ctx.var_vals = &job.var_vals;
+    UOpRef ast = lower_kernel(job.value, job.out, job.target, ctx);
+    l.hazard = job.target && has_hazard(ast);
+    l.item = ScheduleItem{ast, std::move(ctx.bufs)};
+    job.done = std::move(l);
+  } catch (...) {
+    job.error = std::current_exception();
+  }
+}
+
+// Buffers and views first, in dependency order; then the kernels not in the memo are lowered, on two
+// threads when there are many (each reads only the views, so any order gives the same kernels); then, in
+// order again, the memo, the heavy uses and the hazards.
 Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, BuildMemo& memo) {
   Built b;
-  std::unordered_map<const UOp*, HeavyUse> heavy_uses;
+  std::vector<LowerJob> jobs;
+  std::vector<const UOp*> lowered;  // per kernel: the node whose lowering it takes (null: none)
+  std::vector<const UOp*> values;   // per kernel: the value it computes (a hazard realizes it first)
   for (const UOp* x : sink->toposort()) {
     if (!info.realized.count(x)) continue;
     Signature sig;
     Kernel k{x, local_leaves(x, info, sig), std::nullopt};
+    if (info.aliases.count(x)) {
+      b.views[x] = b.views.at(x->src(0).get());  // its source's buffer (decide_realize): no kernel of its own
+      b.kernels.push_back(std::move(k)), lowered.push_back(nullptr), values.push_back(nullptr);
+      continue;
+    }
     const Shape& shape = shape_of(x);
     int64_t numel = prod(shape).max();  // symbolic sizes get a buffer for their largest value
     auto buffer = [&](const UOpRef& device) {
@@ -136,16 +176,11 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, Buil
       if (fresh) it->second = new_buffer(device, numel, x->dtype());
       return it->second;
     };
-    if (info.aliases.count(x)) {
-      b.views[x] = b.views.at(x->src(0).get());  // its source's buffer (decide_realize): no kernel of its own
-      b.kernels.push_back(std::move(k));
-      continue;
-    }
     if (x->op() == Ops::COPY) {
       UOpRef src = copy_source(x->src(0).get(), b), out = buffer(x->src(1));
       b.views[x] = buffer_view(out, shape);
       if (numel > 0) k.item = ScheduleItem{UOp::make(Ops::COPY, x->dtype(), {src, x->src(1)}), {out, src}};
-      b.kernels.push_back(std::move(k));
+      b.kernels.push_back(std::move(k)), lowered.push_back(nullptr), values.push_back(nullptr);
       continue;
     }
     UOpRef value = x->ref(), target, out;
@@ -159,27 +194,44 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, Buil
       out = buffer(device);
       b.views[x] = buffer_view(out, shape);
     }
-    if (numel > 0) {
-      int kernel = static_cast<int>(b.kernels.size());
-      auto it = memo.kernels.find(x);
-      if (it == memo.kernels.end() || it->second.sig != sig) {
-        Lowered l{std::move(sig), {}, {}, false};
-        LowerCtx ctx;
-        ctx.views = &b.views, ctx.root = x, ctx.kernel = kernel, ctx.notes = &l.notes;
-        ctx.heavy = &info.heavy, ctx.heavy_uses = &heavy_uses, ctx.repeated = &b.retry,
-        ctx.var_vals = var_vals;
-        UOpRef ast = lower_kernel(value, out, target, ctx);
-        l.hazard = target && has_hazard(ast);
-        l.item = ScheduleItem{ast, std::move(ctx.bufs)};
-        it = memo.kernels.insert_or_assign(x, std::move(l)).first;
-      } else {
-        for (const auto& [h, idx] : it->second.notes)
-          note_heavy_use(heavy_uses, b.retry, h, {kernel, idx.get()});
-      }
-      if (it->second.hazard) b.retry.insert(value.get());
-      k.item = it->second.item;
+    int kernel = static_cast<int>(b.kernels.size());
+    b.kernels.push_back(std::move(k)), lowered.push_back(numel > 0 ? x : nullptr),
+        values.push_back(value.get());
+    if (numel == 0) continue;
+    auto it = memo.kernels.find(x);
+    if (it == memo.kernels.end() || it->second.sig != sig)
+      jobs.push_back({x, kernel, value, out, target, std::move(sig), std::nullopt, {}, nullptr});
+  }
+
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t j; (j = next.fetch_add(1)) < jobs.size();) lower_job(jobs[j], b, info);
+  };
+  if (jobs.size() >= 8 && !rewrite_tracing()) {  // a trace keeps the passes in order
+    std::thread helper(work);
+    work();
+    helper.join();
+  } else {
+    work();
+  }
+
+  std::unordered_map<const UOp*, HeavyUse> heavy_uses;
+  size_t j = 0;
+  for (size_t kernel = 0; kernel < b.kernels.size(); kernel++) {
+    const UOp* x = lowered[kernel];
+    if (!x) continue;
+    if (j < jobs.size() && jobs[j].x == x) {
+      LowerJob& job = jobs[j++];
+      if (job.error) std::rethrow_exception(job.error);
+      if (var_vals)
+        for (const auto& [v, val] : job.var_vals) (*var_vals)[v] = val;
+      memo.kernels.insert_or_assign(x, std::move(*job.done));
     }
-    b.kernels.push_back(std::move(k));
+    const Lowered& l = memo.kernels.at(x);
+    for (const auto& [h, idx] : l.notes)
+      note_heavy_use(heavy_uses, b.retry, h, {static_cast<int>(kernel), idx.get()});
+    if (l.hazard) b.retry.insert(values[kernel]);
+    b.kernels[kernel].item = l.item;
   }
   return b;
 }
