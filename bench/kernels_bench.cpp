@@ -248,6 +248,12 @@ int main(int argc, char** argv) {
     Tensor g = Tensor::empty({512, 32, 20, 20}, f32, device);
     bench(dev, "pad 4", g.pad({{0, 0}, {0, 0}, {4, 4}, {4, 4}}), 4.0 * 512 * 32 * (400 + 784), "GB/s",
           repeat);
+    // the 3x3 convs' dx inputs: dy padded by 2
+    Tensor g8 = Tensor::empty({512, 64, 8, 8}, f32, device), g6 = Tensor::empty({512, 64, 6, 6}, f32, device);
+    bench(dev, "pad 2 64x8x8", g8.pad({{0, 0}, {0, 0}, {2, 2}, {2, 2}}), 4.0 * 512 * 64 * (64 + 144), "GB/s",
+          repeat);
+    bench(dev, "pad 2 64x6x6", g6.pad({{0, 0}, {0, 0}, {2, 2}, {2, 2}}), 4.0 * 512 * 64 * (36 + 100), "GB/s",
+          repeat);
   }
   {
     // batchnorm's variance over (N, H, W) after its mean

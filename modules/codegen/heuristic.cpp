@@ -44,7 +44,8 @@ int64_t stride(const UOpRef& idx, const UOp* r, const std::vector<const UOp*>& r
 struct Access {
   UOpRef idx;
   bool store = false;
-  int64_t bytes = 0;  // of the whole buffer
+  int64_t bytes = 0;   // of the whole buffer
+  bool gated = false;  // a load with a valid condition (a padded view): 0 where it is false
 };
 
 }  // namespace
@@ -60,8 +61,9 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
   for (const UOp* u : ast->toposort())
     if (u->op() == Ops::INDEX && u->src(0)->op() == Ops::DEFINE_GLOBAL) {
       DType p = u->src(0)->dtype();
-      acc.push_back(
-          {u->src(1), false, std::max<int64_t>(p.ptr_size(), 0) * static_cast<int64_t>(p.base().itemsize())});
+      acc.push_back({u->src(1), false,
+                     std::max<int64_t>(p.ptr_size(), 0) * static_cast<int64_t>(p.base().itemsize()),
+                     u->src().size() > 2});
     }
   for (const UOp* u : ast->toposort())
     if (u->op() == Ops::STORE && u->src(0)->op() == Ops::INDEX)
@@ -249,7 +251,14 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
             if (d > 1 && d <= 16) of = std::lcm(of, d);
           }
       }
-      if (int64_t k = of > 1 ? near4(*s, of) : 0; k > 0) {
+      // A gated load contiguous along the store's axis (a padded copy, its border tested per value) gets
+      // that axis upcast by its divisor nearest 4 as well: lanes share the test and the index math. The
+      // CNN's conv dx inputs: 32 x 20 x 20 padded to 28 x 28 by 4 ran 1.3-1.4x faster (by 2 1.14x, by 14
+      // 1.32x), 64 x 8 x 8 to 12 x 12 and 64 x 6 x 6 to 10 x 10 (by 5) 3-4x (2.6-3.0 ms -> 0.6-0.9).
+      bool gated = std::any_of(acc.begin(), acc.end(), [&](const Access& a) {
+        return !a.store && a.gated && stride(a.idx, ranges[*s], ranges) == 1;
+      });
+      if (int64_t k = of > 1 ? near4(*s, of) : gated ? near4(*s, 1) : 0; k > 0) {
         opts.push_back({OptOps::UPCAST, static_cast<int64_t>(*s), k});
         size[*s] /= k;
       }

@@ -545,6 +545,29 @@ BOOST_AUTO_TEST_CASE(heuristic_pooled_load_upcasts_by_its_divisor) {
   check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv), bytes(tv)}, bytes(out), want);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_padded_copy_upcasts_its_row) {
+  // out[n, c, h, w] = x[n, c, h - 2, w - 2] inside the border of (8, 8, 12, 12), 0 on it (x padded by 2): the
+  // gated load is contiguous along w, so w is upcast by its divisor nearest 4 and lanes share the test.
+  UOpRef n = range(8, 0), c = range(8, 1), h = range(12, 2), w = range(12, 3);
+  UOpRef valid = idx(1)
+                     ->lt(w)
+                     ->alu(Ops::AND, w->lt(idx(10)))
+                     ->alu(Ops::AND, idx(1)->lt(h))
+                     ->alu(Ops::AND, h->lt(idx(10)));
+  UOpRef x = glob(1, dtypes::float32, 8 * 8 * 64);
+  UOpRef v = load(x, n * idx(512) + c * idx(64) + (h - idx(2)) * idx(8) + (w - idx(2)), valid);
+  UOpRef flat = n * idx(1152) + c * idx(144) + h * idx(12) + w;
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 8 * 8 * 144), flat, v), {n, c, h, w})});
+  std::vector<Opt> want{{OptOps::UPCAST, 3, 4}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<float> xv(8 * 8 * 64), out(8 * 8 * 144, 0.0f);
+  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 37) % 23) - 11.0f;
+  for (size_t p = 0; p < 64; p++)
+    for (size_t y = 2; y < 10; y++)
+      for (size_t z = 2; z < 10; z++) out[p * 144 + y * 12 + z] = xv[p * 64 + (y - 2) * 8 + (z - 2)];
+  check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv)}, bytes(out), want);
+}
+
 BOOST_AUTO_TEST_CASE(nested_reduce) {
   // out[i] = max_k sum_l x[i, k, l] for 4 x 6 x 8: the inner sum depends on k, so k cannot be unrolled.
   UOpRef i = range(4, 0), k = range(6, 1, AxisType::REDUCE), l = range(8, 2, AxisType::REDUCE);
