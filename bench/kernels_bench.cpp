@@ -260,6 +260,9 @@ int main(int argc, char** argv) {
     Tensor x = Tensor::empty({512, 32, 20, 20}, f32, device), mu = Tensor::empty({1, 32, 1, 1}, f32, device);
     Tensor d = x.relu() - mu;
     bench(dev, "bn var 32x20x20", (d * d).sum({0, 2, 3}), 4.0 * 512 * 32 * 400, "GB/s", repeat);
+    bench(dev, "maxpool 32x20x20", x.max_pool2d(2), 4.0 * 512 * 32 * (400 + 100), "GB/s", repeat);
+    bench(dev, "bn+maxpool 32x20x20", (d * mu + mu).max_pool2d(2), 4.0 * 512 * 32 * (400 + 100), "GB/s",
+          repeat);
   }
   const int64_t m = 16 << 20;
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);

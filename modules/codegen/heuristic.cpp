@@ -183,10 +183,13 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
     // Nothing reused along an output axis (a row sum): on a CPU, still upcast the output axis with the
     // contiguous store so each loop trip runs independent accumulator chains instead of one; up to 64 of
     // them (eight vectors) when every load is contiguous along it too (a split sum's neighbouring partials).
+    // An axis up to two vectors long whose divisors give less than a vector is upcast whole: the CNN's 2x2
+    // max pools (rows of 10, loads at stride 2) by 10 instead of 2 ran 2-3.5x faster, fused with batchnorm.
     if (cpu && upcast == 1)
       for (size_t i = axes.size(); i-- > 0;)
         if (!axes[i].reduce && contiguous(i))
           if (int64_t k = amount(i, loads_contiguous(i) ? std::min<int64_t>(8 * width, 64) : width); k > 0) {
+            if (k < width && size[i] <= 2 * width) k = size[i];
             opts.push_back({OptOps::UPCAST, static_cast<int64_t>(i), k});
             size[i] /= k;
             break;

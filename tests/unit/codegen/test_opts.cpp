@@ -568,6 +568,29 @@ BOOST_AUTO_TEST_CASE(heuristic_padded_copy_upcasts_its_row) {
   check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv)}, bytes(out), want);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_short_pooled_row_upcasts_whole) {
+  // out[n, c, h, w] = max over a 2x2 window of x (4, 8, 20, 20): rows of 10 outputs, 2 and 5 dividing them.
+  // Under a vector (8 lanes) but within two, the row is upcast whole; the 2-wide window axis unrolled.
+  UOpRef n = range(4, 0), c = range(8, 1), h = range(10, 2), w = range(10, 3);
+  UOpRef kh = range(2, 4, AxisType::REDUCE), kw = range(2, 5, AxisType::REDUCE);
+  UOpRef x = glob(1, dtypes::float32, 4 * 8 * 400);
+  UOpRef at = n * idx(3200) + c * idx(400) + (h * idx(2) + kh) * idx(20) + w * idx(2) + kw;
+  UOpRef v = reduce(load(x, at), {kh, kw}, Ops::MAX);
+  UOpRef flat = n * idx(800) + c * idx(100) + h * idx(10) + w;
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 4 * 8 * 100), flat, v), {n, c, h, w})});
+  std::vector<Opt> want{{OptOps::UPCAST, 3, 10}, {OptOps::UNROLL, 5, 2}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<float> xv(4 * 8 * 400), out(4 * 8 * 100);
+  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 41) % 29) - 14.0f;
+  for (size_t p = 0; p < 32; p++)
+    for (size_t y = 0; y < 10; y++)
+      for (size_t z = 0; z < 10; z++) {
+        const float* r = &xv[p * 400 + 2 * y * 20 + 2 * z];
+        out[p * 100 + y * 10 + z] = std::max({r[0], r[1], r[20], r[21]});
+      }
+  check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv)}, bytes(out), want);
+}
+
 BOOST_AUTO_TEST_CASE(nested_reduce) {
   // out[i] = max_k sum_l x[i, k, l] for 4 x 6 x 8: the inner sum depends on k, so k cannot be unrolled.
   UOpRef i = range(4, 0), k = range(6, 1, AxisType::REDUCE), l = range(8, 2, AxisType::REDUCE);
