@@ -591,6 +591,26 @@ BOOST_AUTO_TEST_CASE(heuristic_short_pooled_row_upcasts_whole) {
   check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv)}, bytes(out), want);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_unroll_passes_to_the_reduce_axis_before) {
+  // out[c, j] = sum over n, r of x[n, c, 16 r + j] for x (64, 32, 400), as batchnorm's partial sums: the
+  // last reduce axis (25) takes no unroll, so n is unrolled by 4 and four rows are read at once.
+  UOpRef c = range(32, 0), j = range(16, 1), n = range(64, 2, AxisType::REDUCE),
+         r = range(25, 3, AxisType::REDUCE);
+  UOpRef x = glob(1, dtypes::float32, 64 * 32 * 400);
+  UOpRef v = reduce(load(x, n * idx(12800) + c * idx(400) + r * idx(16) + j), {n, r}, Ops::ADD);
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 32 * 16), c * idx(16) + j, v), {c, j})});
+  std::vector<Opt> got = hand_coded_optimizations(ast, c_caps());
+  BOOST_TEST(std::any_of(got.begin(), got.end(),
+                         [](const Opt& o) { return o.op == OptOps::UNROLL && o.axis == 2 && o.arg == 4; }),
+             opts_str(got));
+  std::vector<float> xv(64 * 32 * 400), out(32 * 16, 0.0f);
+  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 7) % 11) - 5.0f;  // exact sums
+  for (size_t b = 0; b < 64; b++)
+    for (size_t ch = 0; ch < 32; ch++)
+      for (size_t q = 0; q < 400; q++) out[ch * 16 + q % 16] += xv[b * 12800 + ch * 400 + q];
+  check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv)}, bytes(out), got);
+}
+
 BOOST_AUTO_TEST_CASE(nested_reduce) {
   // out[i] = max_k sum_l x[i, k, l] for 4 x 6 x 8: the inner sum depends on k, so k cannot be unrolled.
   UOpRef i = range(4, 0), k = range(6, 1, AxisType::REDUCE), l = range(8, 2, AxisType::REDUCE);
