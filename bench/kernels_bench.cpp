@@ -119,6 +119,7 @@ std::vector<Opt> parse_opts(const std::string& s) {
     OptOps op = o[0] == 'U'   ? OptOps::UPCAST
                 : o[0] == 'R' ? OptOps::UNROLL
                 : o[0] == 'T' ? OptOps::THREAD
+                : o[0] == 'P' ? OptOps::PADTO
                               : OptOps::SWAP;
     size_t c = o.find(':');
     out.push_back({op, std::stoll(o.substr(1, c - 1)), std::stoll(o.substr(c + 1))});
