@@ -155,6 +155,32 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
     int64_t wide = cpu ? std::min<int64_t>(2 * width, 32) : width, vectors = 1;
     int64_t budget = width >= 16 ? 16 : 8;  // accumulator vectors
     int64_t upcast = 1;
+    // A CPU tile's rows along an axis whose index slides with the last reduce axis' (unrolled: rows along
+    // a conv's w share inputs with the window's kw and keep them all live) come instead from an axis that
+    // does not slide, when it is short enough to take whole with at most half again the accumulators (6
+    // rows of 2 vectors: 12 of AVX2's 16 registers). The CNN's 3x3 conv over 8x8 inputs (6x6 out): all
+    // 6 rows of h instead of 3 columns of w, 1.56x faster; its 5x5 conv's dw (kh for kw) 1.02x.
+    bool whole_rows = false;
+    if (cpu && cands.size() > 1) {
+      const UOp* unrolled = nullptr;
+      for (size_t i = axes.size(); i-- > 0 && !unrolled;)
+        if (axes[i].reduce) unrolled = ranges[i];
+      int64_t rows = std::max<int64_t>(4, std::bit_floor(uint64_t(budget / 2)));
+      auto slides = [&](size_t ax) {
+        return std::any_of(acc.begin(), acc.end(), [&](const Access& a) {
+          int64_t s = stride(a.idx, ranges[ax], ranges);
+          return !a.store && s > 0 && unrolled && s == stride(a.idx, unrolled, ranges);
+        });
+      };
+      size_t pick = contiguous(cands[1].axis) ? 0 : 1;  // the rows of the two picks
+      for (size_t c = 0; c < cands.size() && !whole_rows && slides(cands[pick].axis); c++) {
+        size_t ax = cands[c].axis;
+        if (c == 1 - pick || c == pick || contiguous(ax) || size[ax] <= rows || size[ax] > rows + rows / 2 ||
+            slides(ax))
+          continue;
+        std::swap(cands[pick], cands[c]), whole_rows = true;
+      }
+    }
     if (cands.size() > 2) cands.resize(2);
     std::stable_sort(cands.begin(), cands.end(),  // the contiguous axis first: it sets the vector count
                      [&](const Cand& a, const Cand& b) { return contiguous(a.axis) && !contiguous(b.axis); });
@@ -170,6 +196,7 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
       if (!contiguous(i))
         for (int64_t d = 2; d <= other + other / 2; d++)
           if (size[i] % d == 0 && (k == 0 || std::abs(d - other) < std::abs(k - other))) k = d;
+      if (whole_rows && !contiguous(i)) k = size[i];
       // A contiguous axis whose divisors give less than two vectors (a conv's output width 20 with 8 lanes
       // gets 4, 24 gets 8) is upcast whole when it fits three vectors: 20 = 8 + 8 + 4 lanes. The 5x5 conv
       // dx of the training step (width 24) ran 1.12x faster as a 24 x 4 tile than as 8 x 8.

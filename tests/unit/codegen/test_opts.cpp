@@ -611,6 +611,43 @@ BOOST_AUTO_TEST_CASE(heuristic_unroll_passes_to_the_reduce_axis_before) {
   check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv)}, bytes(out), got);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_tile_takes_a_short_axis_whole) {
+  // A channels-last 3x3 conv, out[n, h, w, co] = sum over ci, kh, kw of x[n, h + kh, w + kw, ci] *
+  // k[ci, kh, kw, co], 8x8 inputs to 6x6: the tile is 2 vectors of co by all 6 rows of h (12 accumulators),
+  // not by 3 of w, whose inputs slide with the unrolled kw.
+  UOpRef n = range(4, 0), h = range(6, 1), w = range(6, 2), co = range(64, 3);
+  UOpRef ci = range(16, 4, AxisType::REDUCE), kh = range(3, 5, AxisType::REDUCE),
+         kw = range(3, 6, AxisType::REDUCE);
+  UOpRef x = glob(1, dtypes::float32, 4 * 64 * 16), k = glob(2, dtypes::float32, 16 * 9 * 64);
+  UOpRef xi = n * idx(1024) + (h + kh) * idx(128) + (w + kw) * idx(16) + ci;
+  UOpRef v = reduce(load(x, xi) * load(k, ci * idx(576) + kh * idx(192) + kw * idx(64) + co), {ci, kh, kw},
+                    Ops::ADD);
+  UOpRef flat = n * idx(2304) + h * idx(384) + w * idx(64) + co;
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 4 * 2304), flat, v), {n, h, w, co})});
+  sdk::RendererCaps avx2 = c_caps();
+  avx2.max_vector_width = 8;
+  std::vector<Opt> got = hand_coded_optimizations(ast, avx2);
+  BOOST_TEST(std::any_of(got.begin(), got.end(),
+                         [](const Opt& o) { return o.op == OptOps::UPCAST && o.axis == 1 && o.arg == 6; }),
+             opts_str(got));
+  std::vector<float> xv(4 * 64 * 16), kv(16 * 9 * 64), out(4 * 2304, 0.0f);
+  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 5) % 7) - 3.0f;  // exact sums
+  for (size_t i = 0; i < kv.size(); i++) kv[i] = static_cast<float>((i * 3) % 5) - 2.0f;
+  for (size_t b = 0; b < 4; b++)
+    for (size_t y = 0; y < 6; y++)
+      for (size_t z = 0; z < 6; z++)
+        for (size_t o = 0; o < 64; o++) {
+          float acc = 0;
+          for (size_t c = 0; c < 16; c++)
+            for (size_t dy = 0; dy < 3; dy++)
+              for (size_t dz = 0; dz < 3; dz++)
+                acc +=
+                    xv[b * 1024 + (y + dy) * 128 + (z + dz) * 16 + c] * kv[c * 576 + dy * 192 + dz * 64 + o];
+          out[b * 2304 + y * 384 + z * 64 + o] = acc;
+        }
+  check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv), bytes(kv)}, bytes(out), got);
+}
+
 BOOST_AUTO_TEST_CASE(nested_reduce) {
   // out[i] = max_k sum_l x[i, k, l] for 4 x 6 x 8: the inner sum depends on k, so k cannot be unrolled.
   UOpRef i = range(4, 0), k = range(6, 1, AxisType::REDUCE), l = range(8, 2, AxisType::REDUCE);
