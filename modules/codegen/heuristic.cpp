@@ -173,13 +173,12 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
         });
       };
       size_t pick = contiguous(cands[1].axis) ? 0 : 1;  // the rows of the two picks
-      for (size_t c = 0; c < cands.size() && !whole_rows && slides(cands[pick].axis); c++) {
-        size_t ax = cands[c].axis;
-        if (c == 1 - pick || c == pick || contiguous(ax) || size[ax] <= rows || size[ax] > rows + rows / 2 ||
-            slides(ax))
-          continue;
-        std::swap(cands[pick], cands[c]), whole_rows = true;
-      }
+      if (slides(cands[pick].axis))
+        for (size_t c = 2; c < cands.size() && !whole_rows; c++) {  // the candidates after the two picks
+          size_t ax = cands[c].axis;
+          if (contiguous(ax) || size[ax] <= rows || size[ax] > rows + rows / 2 || slides(ax)) continue;
+          std::swap(cands[pick], cands[c]), whole_rows = true;
+        }
     }
     if (cands.size() > 2) cands.resize(2);
     std::stable_sort(cands.begin(), cands.end(),  // the contiguous axis first: it sets the vector count
