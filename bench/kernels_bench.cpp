@@ -269,5 +269,6 @@ int main(int argc, char** argv) {
   Tensor a = Tensor::empty({m}, f32, device), b = Tensor::empty({m}, f32, device);
   bench(dev, "elementwise 16M", ((a * b + a) * 0.5f).relu(), 3.0 * 4 * m, "GB/s", repeat);
   bench(dev, "sum 16M", a.sum(), 4.0 * m, "GB/s", repeat);
+  bench(dev, "sum axis=1 4096x4096", a.reshape({4096, 4096}).sum({1}), 4.0 * m, "GB/s", repeat);
   return 0;
 }

@@ -103,18 +103,21 @@ UOpRef lower_reduce(Match& m) {
   const UOpRef& red = m.root();
   Ops op = red->arg_as<Ops>();
   UOpRef value = red->src(0)->cast(red->dtype());
-  std::vector<UOpRef> rs, unrolled;
+  std::vector<UOpRef> rs, unrolled, lanes;
   for (size_t i = 1; i < red->src().size(); i++)
-    if (red->src(i)->op() == Ops::RANGE)
-      (red->src(i)->arg_as<AxisArg>().type == AxisType::UNROLL ? unrolled : rs).push_back(red->src(i));
-  sort_by_id(unrolled);
+    if (red->src(i)->op() == Ops::RANGE) {
+      AxisType t = red->src(i)->arg_as<AxisArg>().type;
+      (t == AxisType::UNROLL ? unrolled : t == AxisType::UPCAST ? lanes : rs).push_back(red->src(i));
+    }
+  sort_by_id(unrolled), sort_by_id(lanes);
   // UNROLL ranges are not loops: the update applies op to each of their values in turn, in loop order.
   auto update = [&](UOpRef cur) {
     for (const std::unordered_map<const UOp*, UOpRef>& at : unroll_points(unrolled))
       cur = cur->alu(op, at.empty() ? value : value->substitute(at));
     return cur;
   };
-  if (rs.empty()) return unrolled.empty() ? value : update(identity_element(op, red->dtype()));
+  if (rs.empty() && lanes.empty())
+    return unrolled.empty() ? value : update(identity_element(op, red->dtype()));
 
   // A RANGE another REDUCE already loops over gets a fresh copy: each loop has exactly one END.
   std::unordered_map<const UOp*, UOpRef> fresh;
@@ -134,18 +137,28 @@ UOpRef lower_reduce(Match& m) {
   std::vector<std::vector<const UOp*>> open = open_ranges(topo);
   // UPCAST loops among them are unrolled later: each of their values gets its own accumulator slot.
   std::vector<UOpRef> outer, upcast;
+  auto listed = [](const std::vector<UOpRef>& v, const UOp* r) {
+    return std::find(v.begin(), v.end(), r->ref()) != v.end();
+  };
   for (const UOp* r : open.back())
-    if (std::find(rs.begin(), rs.end(), r->ref()) == rs.end() &&
-        std::find(unrolled.begin(), unrolled.end(), r->ref()) == unrolled.end())
+    if (!listed(rs, r) && !listed(unrolled, r) && !listed(lanes, r))
       (r->arg_as<AxisArg>().type == AxisType::UPCAST ? upcast : outer).push_back(r->ref());
   sort_by_id(outer), sort_by_id(upcast);
+  // UPCAST ranges the REDUCE is over (an UPCAST of a reduce axis) are lanes: each of their values gets its
+  // own slot too, innermost, so the update is one vector op over them (a row sum adds a vector of the row
+  // per step); their slots are combined after the loop.
   int64_t slots = 1;
   UOpRef at_slot = UOp::const_(dtypes::index, ConstValue{int64_t{0}});
-  for (const UOpRef& u : upcast) {
-    int64_t n = std::get<int64_t>(*u->src(0)->const_value());
-    at_slot = slots == 1 ? u : at_slot * n + u;
-    slots *= n;
-  }
+  for (const std::vector<UOpRef>* group : {&upcast, &lanes})
+    for (const UOpRef& u : *group) {
+      int64_t n = std::get<int64_t>(*u->src(0)->const_value());
+      at_slot = slots == 1 ? u : at_slot * n + u;
+      slots *= n;
+    }
+  auto end_lanes = [&](UOpRef x) {
+    for (auto it = lanes.rbegin(); it != lanes.rend(); ++it) x = end_of(x, *it);
+    return x;
+  };
 
   DType acc_t = red->dtype().ptr(AddrSpace::REG, slots);
   UOpRef acc = UOp::make(Ops::DEFINE_REG, acc_t, {}, int64_t{ctx.next_acc++});
@@ -155,16 +168,24 @@ UOpRef lower_reduce(Match& m) {
   };
   auto slot = [&](const UOpRef& a) { return UOp::make(Ops::INDEX, acc_t, {a, at_slot}); };
 
-  UOpRef init =
-      UOp::make(Ops::STORE, dtypes::void_, {slot(after(outer)), identity_element(op, red->dtype())});
+  UOpRef init = end_lanes(
+      UOp::make(Ops::STORE, dtypes::void_, {slot(after(outer)), identity_element(op, red->dtype())}));
   std::vector<UOpRef> deps{init};
   deps.insert(deps.end(), rs.begin(), rs.end());
   UOpRef acc_in = slot(after(deps));
   UOpRef cur = UOp::make(Ops::LOAD, red->dtype(), {acc_in});
-  UOpRef loop =
-      UOp::make(Ops::STORE, dtypes::void_, {acc_in, unrolled.empty() ? cur->alu(op, value) : update(cur)});
+  UOpRef loop = end_lanes(
+      UOp::make(Ops::STORE, dtypes::void_, {acc_in, unrolled.empty() ? cur->alu(op, value) : update(cur)}));
   for (auto it = rs.rbegin(); it != rs.rend(); ++it) loop = end_of(loop, *it);
-  return UOp::make(Ops::LOAD, red->dtype(), {slot(after({loop}))});
+  UOpRef done = after({loop});
+  if (lanes.empty()) return UOp::make(Ops::LOAD, red->dtype(), {slot(done)});
+  UOpRef total;
+  for (const std::unordered_map<const UOp*, UOpRef>& at : unroll_points(lanes)) {
+    UOpRef i = UOp::make(Ops::INDEX, acc_t, {done, at_slot->substitute(at)});
+    UOpRef lane = UOp::make(Ops::LOAD, red->dtype(), {i});
+    total = total ? total->alu(op, lane) : lane;
+  }
+  return total;
 }
 
 const PatternMatcher& split_rules() {

@@ -217,7 +217,8 @@ struct Applier {
     }
     if ((o.op == OptOps::UNROLL || group) && r && !reduce)
       fail(fmt::format("{} takes a reduce axis", opt_op_name(o.op)));
-    if (o.op != OptOps::UNROLL && !group && reduce)
+    // UPCAST of a reduce axis: vector accumulators along it, on a CPU-style renderer (no workgroups).
+    if (o.op != OptOps::UNROLL && !group && reduce && (o.op != OptOps::UPCAST || caps.has_local))
       fail(fmt::format("{} takes an output axis", opt_op_name(o.op)));
     if (r && n == 0) fail("the axis has a symbolic size");
     if (o.arg < 1 || n % o.arg != 0)

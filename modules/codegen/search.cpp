@@ -11,6 +11,7 @@ namespace tg {
 namespace {
 
 constexpr std::array<int64_t, 6> kAmounts = {2, 3, 4, 5, 8, 16};
+constexpr std::array<int64_t, 3> kLaneAmounts = {8, 16, 32};  // UPCAST of a reduce axis: vector lanes
 constexpr std::array<int64_t, 6> kLocalAmounts = {2, 3, 4, 8, 16, 32};
 constexpr std::array<int64_t, 3> kGroupAmounts = {4, 8, 16};
 constexpr std::array<int64_t, 4> kGroupTopAmounts = {16, 32, 64, 256};
@@ -45,6 +46,8 @@ std::vector<Opt> search_actions(const UOpRef& ast, const sdk::RendererCaps& caps
     if (gpu && axes[i].size > kPad && axes[i].size % kPad != 0) out.push_back({OptOps::PADTO, axis, kPad});
     if (axes[i].reduce) {
       for (int64_t k : kAmounts) out.push_back({OptOps::UNROLL, axis, k});
+      if (!gpu)
+        for (int64_t k : kLaneAmounts) out.push_back({OptOps::UPCAST, axis, k});
       if (gpu && caps.has_shared) {
         for (int64_t k : kGroupAmounts) out.push_back({OptOps::GROUP, axis, k});
         for (int64_t k : kGroupTopAmounts) out.push_back({OptOps::GROUPTOP, axis, k});

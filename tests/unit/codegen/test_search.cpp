@@ -42,23 +42,24 @@ std::vector<Opt> lasts(const std::vector<std::vector<Opt>>& lists) {
 
 BOOST_AUTO_TEST_CASE(actions_cover_every_axis) {
   std::vector<Opt> a = search_actions(matmul_ast(), c_caps());
-  // 2 output axes x (6 UPCAST + THREAD) + SWAP of the two + 6 UNROLL of the reduce axis
-  BOOST_TEST(a.size() == 21u);
+  // 2 output axes x (6 UPCAST + THREAD) + SWAP of the two + 6 UNROLL and 3 UPCAST (lanes) of the reduce axis
+  BOOST_TEST(a.size() == 24u);
   BOOST_TEST((a.front() == Opt{OptOps::UPCAST, 0, 2}));
   BOOST_TEST((a[6] == Opt{OptOps::THREAD, 0, 2}));
   BOOST_TEST((a[7] == Opt{OptOps::SWAP, 0, 1}));
-  BOOST_TEST((a.back() == Opt{OptOps::UNROLL, 2, 16}));
+  BOOST_TEST((a[20] == Opt{OptOps::UNROLL, 2, 16}));
+  BOOST_TEST((a.back() == Opt{OptOps::UPCAST, 2, 32}));
   sdk::RendererCaps serial = sdk::CDialect::default_caps();
   serial.has_threads = serial.has_local = false;
-  BOOST_TEST(search_actions(matmul_ast(), serial).size() == 19u);  // no THREAD without parallel tasks
+  BOOST_TEST(search_actions(matmul_ast(), serial).size() == 22u);  // no THREAD without parallel tasks
 }
 
 BOOST_AUTO_TEST_CASE(expand_keeps_only_opts_that_apply) {
   // 12: UPCAST 2, 3, 4, THREAD 2 and SWAP with 16; 16: UPCAST 2, 4, 8, 16 and THREAD 2; 20: UNROLL 2, 4, 5.
-  std::vector<Opt> want = {{OptOps::UPCAST, 0, 2}, {OptOps::UPCAST, 0, 3},  {OptOps::UPCAST, 0, 4},
-                           {OptOps::THREAD, 0, 2}, {OptOps::SWAP, 0, 1},    {OptOps::UPCAST, 1, 2},
-                           {OptOps::UPCAST, 1, 4}, {OptOps::UPCAST, 1, 8},  {OptOps::UPCAST, 1, 16},
-                           {OptOps::THREAD, 1, 2}, {OptOps::UNROLL, 2, 2},  {OptOps::UNROLL, 2, 4},
+  std::vector<Opt> want = {{OptOps::UPCAST, 0, 2}, {OptOps::UPCAST, 0, 3}, {OptOps::UPCAST, 0, 4},
+                           {OptOps::THREAD, 0, 2}, {OptOps::SWAP, 0, 1},   {OptOps::UPCAST, 1, 2},
+                           {OptOps::UPCAST, 1, 4}, {OptOps::UPCAST, 1, 8}, {OptOps::UPCAST, 1, 16},
+                           {OptOps::THREAD, 1, 2}, {OptOps::UNROLL, 2, 2}, {OptOps::UNROLL, 2, 4},
                            {OptOps::UNROLL, 2, 5}};
   std::vector<std::vector<Opt>> got = search_expand(matmul_ast(), {}, c_caps());
   BOOST_TEST(lasts(got) == want, boost::test_tools::per_element());
@@ -82,7 +83,11 @@ BOOST_AUTO_TEST_CASE(expand_extends_the_base_and_bounds_the_unrolled_size) {
 BOOST_AUTO_TEST_CASE(opts_apply_says_whether_apply_opts_throws) {
   BOOST_TEST(opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 1, 4}}, c_caps()));
   BOOST_TEST(!opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 1, 5}}, c_caps()));
-  BOOST_TEST(!opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 2, 4}}, c_caps()));
+  BOOST_TEST(!opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::THREAD, 2, 2}}, c_caps()));
+  BOOST_TEST(opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 2, 4}}, c_caps()));  // lanes of k
+  sdk::RendererCaps gpu = c_caps();
+  gpu.has_local = true;
+  BOOST_TEST(!opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 2, 4}}, gpu));
   BOOST_TEST(!opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 7, 2}}, c_caps()));
 }
 
