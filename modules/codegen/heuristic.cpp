@@ -192,9 +192,15 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
       // gradient ran 1.5x faster than no tile on that axis); a conv's output width of 10 takes 5 and one of
       // 6 takes 3, where the largest power of two, 2, left half the accumulators unused (the CNN's 3x3
       // convs channels last: 1.5-1.7x and 1.25-1.3x faster).
-      if (!contiguous(i))
-        for (int64_t d = 2; d <= other + other / 2; d++)
+      // Only rows that keep the tile within the upcast bound: with AVX-512 a conv's width of 20 under 32
+      // channels (two vectors) wants 8 rows, and its nearest divisor 10 (320 values) dropped the rows
+      // altogether (no tile: 2.1x slower than 5 rows).
+      int64_t room = (cpu ? kMaxCpuUpcast : kMaxUpcast) / upcast;
+      if (!contiguous(i)) {
+        if (k > room) k = 0;
+        for (int64_t d = 2; d <= std::min(other + other / 2, room); d++)
           if (size[i] % d == 0 && (k == 0 || std::abs(d - other) < std::abs(k - other))) k = d;
+      }
       if (whole_rows && !contiguous(i)) k = size[i];
       // A contiguous axis whose divisors give less than two vectors (a conv's output width 20 with 8 lanes
       // gets 4, 24 gets 8) is upcast whole when it fits three vectors: 20 = 8 + 8 + 4 lanes. The 5x5 conv

@@ -343,6 +343,17 @@ BOOST_AUTO_TEST_CASE(heuristic_rows_take_the_nearest_divisor) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_rows_stay_within_the_upcast_bound) {
+  // AVX-512 wants 8 rows under a tile of 32 (two vectors). 20 rows: the nearest divisor, 10, makes 320 values
+  // (over the 256 bound), so 5 rows, not no rows at all (the CNN's second conv: 2.1x).
+  UOpRef ast = matmul_ast(20, 32, 64);
+  std::vector<Opt> want{{OptOps::UPCAST, 1, 32}, {OptOps::UPCAST, 0, 5}, {OptOps::UNROLL, 2, 4}};
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<float> a = ints(20 * 64, 13), b = ints(64 * 32, 7, 3);
+  check_opts(ast, {bytes(std::vector<float>(20 * 32)), bytes(a), bytes(b)},
+             bytes(matmul_ref(a, b, 20, 32, 64)), want);
+}
+
 BOOST_AUTO_TEST_CASE(heuristic_row_sum) {
   // out[i] = sum_r x[i, r] for 256 x 256: every load runs along r, so on a CPU r is upcast by the vector
   // width (a vector of the row added per loop trip) and i by 4 (four accumulator chains); nothing unrolled.
