@@ -201,7 +201,7 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
         for (int64_t d = 2; d <= std::min(other + other / 2, room); d++)
           if (size[i] % d == 0 && (k == 0 || std::abs(d - other) < std::abs(k - other))) k = d;
       }
-      if (whole_rows && !contiguous(i)) k = size[i];
+      if (whole_rows && !contiguous(i) && size[i] <= room) k = size[i];
       // A contiguous axis whose divisors give less than two vectors (a conv's output width 20 with 8 lanes
       // gets 4, 24 gets 8) is upcast whole when it fits three vectors: 20 = 8 + 8 + 4 lanes. The 5x5 conv
       // dx of the training step (width 24) ran 1.12x faster as a 24 x 4 tile than as 8 x 8.

@@ -706,6 +706,38 @@ BOOST_AUTO_TEST_CASE(heuristic_tile_takes_a_short_axis_whole) {
   check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv), bytes(kv)}, bytes(out), got);
 }
 
+BOOST_AUTO_TEST_CASE(heuristic_whole_axis_stays_within_the_upcast_bound) {
+  // The same conv channels last with AVX-512, 12x12 inputs to 10x10 and 32 output channels (two vectors):
+  // all 10 rows of h would make 320 values (over the 256 bound), so h takes 5, not nothing (2.1x).
+  UOpRef n = range(2, 0), h = range(10, 1), w = range(10, 2), co = range(32, 3);
+  UOpRef ci = range(4, 4, AxisType::REDUCE), kh = range(3, 5, AxisType::REDUCE),
+         kw = range(3, 6, AxisType::REDUCE);
+  UOpRef x = glob(1, dtypes::float32, 2 * 144 * 4), k = glob(2, dtypes::float32, 4 * 9 * 32);
+  UOpRef xi = n * idx(576) + (h + kh) * idx(48) + (w + kw) * idx(4) + ci;
+  UOpRef v =
+      reduce(load(x, xi) * load(k, ci * idx(288) + kh * idx(96) + kw * idx(32) + co), {ci, kh, kw}, Ops::ADD);
+  UOpRef flat = n * idx(3200) + h * idx(320) + w * idx(32) + co;
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 2 * 3200), flat, v), {n, h, w, co})});
+  std::vector<Opt> got = hand_coded_optimizations(ast, c_caps());
+  BOOST_TEST_REQUIRE(got.size() >= 2u);
+  BOOST_TEST(opts_str({got.begin(), got.begin() + 2}) == "[UPCAST(axis=3, arg=32), UPCAST(axis=1, arg=5)]");
+  std::vector<float> xv(2 * 144 * 4), kv(4 * 9 * 32), out(2 * 3200, 0.0f);
+  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 5) % 7) - 3.0f;  // exact sums
+  for (size_t i = 0; i < kv.size(); i++) kv[i] = static_cast<float>((i * 3) % 5) - 2.0f;
+  for (size_t b = 0; b < 2; b++)
+    for (size_t y = 0; y < 10; y++)
+      for (size_t z = 0; z < 10; z++)
+        for (size_t o = 0; o < 32; o++) {
+          float acc = 0;
+          for (size_t c = 0; c < 4; c++)
+            for (size_t dy = 0; dy < 3; dy++)
+              for (size_t dz = 0; dz < 3; dz++)
+                acc += xv[b * 576 + (y + dy) * 48 + (z + dz) * 4 + c] * kv[c * 288 + dy * 96 + dz * 32 + o];
+          out[b * 3200 + y * 320 + z * 32 + o] = acc;
+        }
+  check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv), bytes(kv)}, bytes(out), got);
+}
+
 BOOST_AUTO_TEST_CASE(nested_reduce) {
   // out[i] = max_k sum_l x[i, k, l] for 4 x 6 x 8: the inner sum depends on k, so k cannot be unrolled.
   UOpRef i = range(4, 0), k = range(6, 1, AxisType::REDUCE), l = range(8, 2, AxisType::REDUCE);
