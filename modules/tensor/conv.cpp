@@ -112,9 +112,11 @@ bool channels_last(const Tensor& x, int64_t rcout) {
 // window matrix. Short rows left the matmul over the windows a tile of 4 lanes (the CNN's 3x3 convs, rows
 // of 8 and 6: 36 columns); channels last, the vectors run along the output channels whatever the row. The
 // training step took 0.87-0.93x the time, forward, input and weight gradients of both convs so. Long rows
-// keep the window matrix, a matmul with full tiles (W4's 28: 1.6x slower direct).
-bool short_rows_direct(const Tensor& x, int64_t rcout, int64_t row) {
-  return row < 16 && channels_last(x, rcout);
+// keep the window matrix with 8 lanes, a matmul with full tiles (AVX2, W4's rows of 28: 1.6x slower
+// direct); with 16 (AVX-512) the direct tile of two vectors by 7 rows runs as fast as the matmul and
+// skips the window copy: W4 20-21.7 -> 15-15.9 ms, the training step the same.
+bool direct_channels_last(const Tensor& x, int64_t rcout, int64_t row) {
+  return (row < 16 || detail::cpu_vector_width(x.device()) >= 16) && channels_last(x, rcout);
 }
 
 int64_t window_count(int64_t in, int64_t k, int64_t s, std::pair<int64_t, int64_t> pad, int64_t d) {
@@ -166,6 +168,18 @@ Tensor im2col(const Tensor& x, const std::vector<int64_t>& k, const std::vector<
   return padded ? view.reshape(merged).contiguous() : view.contiguous().reshape(merged);
 }
 
+// A direct conv's input padded. A big conv's is stored padded: the multiply-reduce reads each value Cout *
+// prod(kernel) times, and each read of the view tested its position against the border (the Fashion-MNIST
+// CNN's 5x5 input gradient, padded by 4, ran at 64 GFLOPS; the same kernel without borders at 112; W4's
+// direct weight gradient 116-164 -> 205-216 GFLOPS). A small one stays a view. The forward and the weight
+// gradient build the same node, so they share one stored copy.
+Tensor stored_padded(const Tensor& x, const Pairs& pads, int64_t cout, const std::vector<int64_t>& k) {
+  int64_t macs = x.numel() * cout;
+  for (int64_t v : k) macs *= v;
+  Tensor src = pad_spatial(x, pads);
+  return any_padding(pads) && macs >= kStorePaddedMacs ? src.contiguous() : src;
+}
+
 // The multiply-reduce over sliding windows plus bias: x (N, groups*Cin, *in), weight (Cout, Cin, *k),
 // shapes checked. *cols_out: the stored window matrix when there was one for the whole batch.
 Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
@@ -179,12 +193,12 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
   // rows under 16 left its vectors part empty (the Fashion-MNIST CNN's 3x3 input gradients with rows of 8
   // and 10 ran at 24-29 GFLOPS direct; chunked, the step took 0.9x the time). Long rows (20, 24 with 5x5
   // kernels) stay direct: their windows are 25 times the input and the chunked step took 1.3x. Short rows
-  // channels last run direct (short_rows_direct).
+  // channels last run direct (direct_channels_last).
   Shape final_shape{bs, cout};
   for (int a = 0; a < n; a++)
     final_shape.push_back(window_count(xin.shape()[2 + a], k[a], s[a], pads[a], d[a]));
   int64_t fit = env::CONV_IM2COL.value() / window_elems(xin, k, s, pads, d), row = final_shape.back();
-  if (!short_rows_direct(xin, cout / groups, row) && (fit >= bs || (fit >= 1 && row < 16))) {
+  if (!direct_channels_last(xin, cout / groups, row) && (fit >= bs || (fit >= 1 && row < 16))) {
     Shape ws{1, groups, cout / groups, -1};
     fit = ceildiv(bs, ceildiv(bs, fit));  // equal chunks
     std::vector<Tensor> parts;
@@ -201,16 +215,7 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
     Tensor y = parts.size() == 1 ? parts[0] : Tensor::cat(parts, 0).contiguous();
     return y.reshape(final_shape);
   }
-  // A big conv's padded input is stored padded: the multiply-reduce reads each value Cout * prod(kernel)
-  // times, and each read of the view tested its position against the border (the Fashion-MNIST CNN's 5x5
-  // input gradient, padded by 4, ran at 64 GFLOPS; the same kernel without borders at 112). A small one
-  // stays one kernel.
-  bool padded = any_padding(pads);
-  int64_t macs = xin.numel() * cout;
-  for (int64_t v : k) macs *= v;
-  Tensor src = pad_spatial(xin, pads);
-  if (padded && macs >= kStorePaddedMacs) src = src.contiguous();
-  Tensor x = src.pool(k, s, d, op);  // (N, groups*Cin, *out, *kernel)
+  Tensor x = stored_padded(xin, pads, cout, k).pool(k, s, d, op);  // (N, groups*Cin, *out, *kernel)
   Shape out(x.shape().begin() + 2, x.shape().begin() + 2 + n);
   int64_t rcout = cout / groups;
   if (channels_last(xin, rcout)) {
@@ -272,7 +277,7 @@ Tensor conv_input_grad(const Tensor& dy, const Tensor& w, const Shape& in, const
               std::all_of(d.begin(), d.end(), [](int64_t v) { return v == 1; });
   int64_t dcols_elems = dy.shape()[0] * w.shape()[1] * groups;
   for (int a = 0; a < n; a++) dcols_elems *= w.shape()[2 + a] * o[a];
-  if (unit && dcols_elems <= env::CONV_IM2COL.value() && !short_rows_direct(dy, w.shape()[1], in.back())) {
+  if (unit && dcols_elems <= env::CONV_IM2COL.value() && !direct_channels_last(dy, w.shape()[1], in.back())) {
     // Stride and dilation 1, and the gradient of the window matrix fits CONV_IM2COL: dcols = w^T dy per
     // group, (N, groups, Cin/groups * prod(k), L), a matmul whose output is that matrix; then each window
     // position adds its column back where it came from (col2im), one fused kernel of prod(k) shifted
@@ -340,7 +345,7 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int
   int64_t fit = cols_fwd.defined() ? bs : env::CONV_IM2COL.value() / window_elems(x, k, s, pads, d);
   int64_t row = dy.shape().back();
   // where the forward stored windows (conv_windows)
-  if (cols_fwd.defined() || (fit >= 1 && row < 16 && !short_rows_direct(x, rcout, row))) {
+  if (cols_fwd.defined() || (fit >= 1 && row < 16 && !direct_channels_last(x, rcout, row))) {
     // dw^T = cols @ dy^T, a matmul with the output channels contiguous (dy^T is a small copy), summed over
     // batch chunks whose window matrix fits
     Tensor r;  // (groups, rows, Cout/groups)
@@ -388,7 +393,8 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int
   for (int a = 0; a < n; a++) xorder.push_back(3 + n + a);
   // x's windows (N, groups*Cin, *out, *kernel) -> (N, groups, Cin, *out, *kernel) -> (N, *out, groups, Cin,
   // *kernel) -> chunked, with an axis for the output channels
-  Tensor xw = pad_spatial(x, pads).pool(k, s, d, op).unflatten(1, {groups, cin}).permute(xorder);
+  Tensor xw =
+      stored_padded(x, pads, rcout * groups, k).pool(k, s, d, op).unflatten(1, {groups, cin}).permute(xorder);
   Tensor dyt = dy.unflatten(1, {groups, rcout}).permute(gorder).contiguous();  // (N, *out, groups, Cout/g)
   xs.insert(xs.end(), {groups, cin}), gs.insert(gs.end(), {groups, 1});
   xs.insert(xs.end(), k.begin(), k.end()), gs.insert(gs.end(), static_cast<size_t>(n), 1);

@@ -190,6 +190,36 @@ BOOST_AUTO_TEST_CASE(windows_are_one_view_fused_into_one_kernel) {
   BOOST_TEST(worst < 1e-3);
 }
 
+BOOST_AUTO_TEST_CASE(big_padded_conv_weight_gradient_reads_the_stored_input) {
+  // A big padded conv run direct (26M multiplies) stores its padded input once; the weight gradient reads
+  // that copy too instead of testing every read against the border. dw[o, c, a, e] = sum over n, i, j of
+  // x_padded[n, c, i + a, j + e] * g[n, o, i, j] for the loss sum(y * g), in double precision.
+  env::Scoped direct(env::CONV_IM2COL, 0);
+  Tensor x = Tensor::randn({4, 16, 32, 32}).realize(), w = Tensor::randn({16, 16, 5, 5}).realize();
+  Tensor g = Tensor::randn({4, 16, 32, 32}).realize();
+  w.requires_grad_();
+  (x.conv2d(w, Tensor(), 1, 2) * g).sum().backward();
+  std::vector<float> xv = x.to_vector<float>(), gv = g.to_vector<float>(), dw = w.grad().to_vector<float>();
+  BOOST_REQUIRE_EQUAL(dw.size(), size_t{16 * 16 * 25});
+  double worst = 0;
+  for (int o = 0; o < 16; o++)
+    for (int c = 0; c < 16; c++)
+      for (int a = 0; a < 5; a++)
+        for (int e = 0; e < 5; e++) {
+          double acc = 0;
+          for (int n = 0; n < 4; n++)
+            for (int i = 0; i < 32; i++)
+              for (int j = 0; j < 32; j++) {
+                int yy = i + a - 2, xx = j + e - 2;
+                if (yy < 0 || yy >= 32 || xx < 0 || xx >= 32) continue;
+                acc += double(xv[size_t(((n * 16 + c) * 32 + yy) * 32 + xx)]) *
+                       gv[size_t(((n * 16 + o) * 32 + i) * 32 + j)];
+              }
+          worst = std::max(worst, std::abs(acc - dw[size_t(((o * 16 + c) * 5 + a) * 5 + e)]));
+        }
+  BOOST_TEST(worst < 5e-3);  // sums of 4096 products of normal values (about 64 in size)
+}
+
 BOOST_AUTO_TEST_CASE(conv_errors_name_the_op) {
   Tensor x = Tensor::ones({1, 3, 5, 5}), w = Tensor::ones({4, 2, 3, 3});
   expect_error<ShapeError>([&] { x.conv2d(w); },
