@@ -1,8 +1,9 @@
 // The hand-coded optimization choice: in reduce kernels, upcast the output axes along which some buffer is
 // reused (stride 0), the contiguous one by the vector width (a CPU: a register tile, loops swapped so a
-// strip of its reused inputs stays in the cache), and unroll the last reduce axis; in every kernel, spread
-// the outermost axis that divides over the threads. A device with workgroups instead groups big reduces with
-// few outputs (GROUPTOP) and makes up to three output axes local (LOCAL), as tinygrad does.
+// strip of its reused inputs stays in the cache), and unroll the last reduce axis (a CPU's row sum read along
+// its rows: vector lanes along that axis instead); in every kernel, spread the outermost axis that divides
+// over the threads. A device with workgroups instead groups big reduces with few outputs (GROUPTOP) and
+// makes up to three output axes local (LOCAL), as tinygrad does.
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
