@@ -228,9 +228,13 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
       if (axes[i].reduce) last = i;
     bool along_rows = cpu && upcast == 1 && last < axes.size() && size[last] % width == 0 &&
                       size[last] >= 4 * width && !inside_other_reduce(ast, ranges[last]) &&
-                      std::all_of(acc.begin(), acc.end(), [&](const Access& a) {
-                        int64_t s = stride(a.idx, ranges[last], ranges);
-                        return a.store || s == 0 || s == 1;
+                      std::all_of(acc.begin(), acc.end(),
+                                  [&](const Access& a) {
+                                    int64_t s = stride(a.idx, ranges[last], ranges);
+                                    return a.store || s == 0 || s == 1;
+                                  }) &&
+                      std::any_of(acc.begin(), acc.end(), [&](const Access& a) {
+                        return !a.store && stride(a.idx, ranges[last], ranges) == 1;
                       });
     if (along_rows) {
       opts.push_back({OptOps::UPCAST, static_cast<int64_t>(last), width});
