@@ -35,7 +35,7 @@ using tg::sdk::Handle;
 
 const tg_plugin_descriptor& descriptor() {
   static auto* lib = new boost::dll::shared_library(TG_CL_PLUGIN, boost::dll::load_mode::rtld_now);
-  return lib->get_alias<const tg_plugin_descriptor>("tgplugin_1_0_CL");
+  return lib->get_alias<const tg_plugin_descriptor>("tgplugin_1_" + std::to_string(TG_ABI_MINOR) + "_CL");
 }
 
 // Fails the current test with the plugin's own reason when no OpenCL device is usable here.

@@ -39,7 +39,7 @@ using tg::sdk::Program;
 const tg_plugin_descriptor& descriptor() {
   // Leaked like the core does: plugins are never unloaded, so devices may be destroyed at exit.
   static auto* lib = new boost::dll::shared_library(TG_CLANG_PLUGIN, boost::dll::load_mode::rtld_now);
-  return lib->get_alias<const tg_plugin_descriptor>("tgplugin_1_0_CLANG");
+  return lib->get_alias<const tg_plugin_descriptor>("tgplugin_1_" + std::to_string(TG_ABI_MINOR) + "_CLANG");
 }
 
 enum class Path { libclang, binary };
@@ -171,7 +171,8 @@ void add(void* const* bufs, const long long* vals, int core_id) {
 BOOST_AUTO_TEST_CASE(descriptor_is_readable_before_loading) {
   boost::dll::library_info info(TG_CLANG_PLUGIN);
   auto syms = info.symbols("tgplugin");
-  BOOST_TEST((std::find(syms.begin(), syms.end(), "tgplugin_1_0_CLANG") != syms.end()));
+  BOOST_TEST((std::find(syms.begin(), syms.end(), "tgplugin_1_" + std::to_string(TG_ABI_MINOR) + "_CLANG") !=
+              syms.end()));
   const auto& d = descriptor();
   BOOST_TEST(d.struct_size == sizeof(tg_plugin_descriptor));
   BOOST_TEST(d.abi_major == TG_ABI_MAJOR);

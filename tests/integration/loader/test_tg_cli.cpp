@@ -10,6 +10,7 @@
 
 #include "base/env.hpp"
 #include "common/test_support.hpp"
+#include "tg/sdk/plugin.hpp"
 
 namespace {
 
@@ -78,7 +79,8 @@ BOOST_AUTO_TEST_CASE(help_version_and_unknown_commands) {
   BOOST_TEST(help.out.find("\n  env ") != std::string::npos);
   Run version = run_tg("--version");
   BOOST_TEST(version.status == 0);
-  BOOST_TEST(version.out == "tg (tinygrad.cpp) " + arg(3) + ", plugin ABI 1.0\n");
+  BOOST_TEST(version.out ==
+             "tg (tinygrad.cpp) " + arg(3) + ", plugin ABI 1." + std::to_string(TG_ABI_MINOR) + "\n");
   Run none = run_tg("");
   BOOST_TEST(none.status == 2);
   BOOST_TEST(none.out.starts_with("usage: tg"));
@@ -101,7 +103,7 @@ BOOST_AUTO_TEST_CASE(devices_lists_every_candidate_with_its_reason) {
   BOOST_REQUIRE(good.size() == 8u);
   BOOST_TEST(good[0] == "*");
   BOOST_TEST(good[1] == "FIXTURE_GOOD");
-  BOOST_TEST(good[2] == "1.0");
+  BOOST_TEST(good[2] == "1." + std::to_string(TG_ABI_MINOR));
   BOOST_TEST(good[3] == "1.2.3");
   BOOST_TEST(good[4] == "10");
   BOOST_TEST(good[6] == "ms");
@@ -124,21 +126,20 @@ BOOST_AUTO_TEST_CASE(devices_lists_every_candidate_with_its_reason) {
   ends_with("libtg-stripped.so",
             "not a tinygrad.cpp plugin: its tgplugin section has no symbol table (stripped?); install it "
             "unstripped");
-  ends_with(
-      "libtg-badabi.so",
-      "ABI mismatch: built for ABI 99.0, this core is ABI 1.x (the major must match); rebuild the plugin "
-      "against this SDK");
-  ends_with("libtg-twodesc.so",
-            "more than one descriptor (tgplugin_1_0_FIXTURE_ONE, tgplugin_1_0_FIXTURE_TWO); a plugin exports "
-            "exactly "
-            "one");
+  ends_with("libtg-badabi.so",
+            "ABI mismatch: built for ABI 99." + std::to_string(TG_ABI_MINOR) +
+                ", this core is ABI 1.x (the major must match); rebuild the plugin against this SDK");
+  ends_with("libtg-twodesc.so", "more than one descriptor (tgplugin_1_" + std::to_string(TG_ABI_MINOR) +
+                                    "_FIXTURE_ONE, tgplugin_1_" + std::to_string(TG_ABI_MINOR) +
+                                    "_FIXTURE_TWO); a plugin exports exactly one");
   ends_with(
       "libtg-needsdep.so",
       "cannot load: libtg-fixture-absent.so.1: cannot open shared object file: No such file or directory");
   ends_with("libtg-short.so", "descriptor is 8 bytes, this core reads 48");
-  ends_with("libtg-mismatch.so",
-            "descriptor says FIXTURE_BETA ABI 1.0 but its symbol tgplugin_1_0_FIXTURE_ALPHA disagrees");
-  BOOST_TEST(words(row_for(ls, "libtg-badabi.so"))[1] == "99.0");
+  ends_with("libtg-mismatch.so", "descriptor says FIXTURE_BETA ABI 1." + std::to_string(TG_ABI_MINOR) +
+                                     " but its symbol tgplugin_1_" + std::to_string(TG_ABI_MINOR) +
+                                     "_FIXTURE_ALPHA disagrees");
+  BOOST_TEST(words(row_for(ls, "libtg-badabi.so"))[1] == "99." + std::to_string(TG_ABI_MINOR));
 }
 
 BOOST_AUTO_TEST_CASE(devices_shows_how_the_default_was_chosen) {

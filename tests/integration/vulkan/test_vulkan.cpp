@@ -34,7 +34,7 @@ BOOST_TEST_GLOBAL_FIXTURE(RemoveScratch);
 
 const tg_plugin_descriptor& descriptor() {
   static auto* lib = new boost::dll::shared_library(TG_VULKAN_PLUGIN, boost::dll::load_mode::rtld_now);
-  return lib->get_alias<const tg_plugin_descriptor>("tgplugin_1_0_VULKAN");
+  return lib->get_alias<const tg_plugin_descriptor>("tgplugin_1_" + std::to_string(TG_ABI_MINOR) + "_VULKAN");
 }
 
 // Without a usable device every test fails with the probe's reason instead of passing vacuously.
@@ -95,7 +95,8 @@ void run_scale(Device& dev, uint32_t local, uint32_t n = 100) {
   size_t bad = 0, first = 0;
   for (size_t i = a.size(); i-- > 0;)
     if (got[i] != a[i] * 3.0f + 0.5f) bad++, first = i;
-  BOOST_TEST(bad == 0u, bad << " wrong elements of " << n << ", first " << first << " (local " << local << ")");
+  BOOST_TEST(bad == 0u,
+             bad << " wrong elements of " << n << ", first " << first << " (local " << local << ")");
 }
 
 // Runs f on VULKAN and on INTERP and compares the results (exactly for integers and bools).
@@ -163,7 +164,8 @@ BOOST_AUTO_TEST_CASE(descriptor_probe_and_device_index) {
   char err[256] = {};
   BOOST_TEST(d.create(99, err, sizeof err) == nullptr);
   BOOST_TEST(std::string(err).find("device index 99 out of range") != std::string::npos, err);
-  BOOST_TEST(std::string(device().description()).find("Vulkan 1.") != std::string::npos, device().description());
+  BOOST_TEST(std::string(device().description()).find("Vulkan 1.") != std::string::npos,
+             device().description());
 }
 
 BOOST_AUTO_TEST_CASE(probe_without_a_driver_says_so) {
@@ -207,7 +209,8 @@ BOOST_AUTO_TEST_CASE(allocator_zero_size_views_and_copies) {
   Handle bad = nullptr;
   auto s = a.offset(buf.h, 4, 8, &bad);
   BOOST_TEST((s.code() == Code::unsupported));
-  BOOST_TEST(std::string(s.message()).find("minStorageBufferOffsetAlignment") != std::string::npos, s.message());
+  BOOST_TEST(std::string(s.message()).find("minStorageBufferOffsetAlignment") != std::string::npos,
+             s.message());
 }
 
 BOOST_AUTO_TEST_CASE(launch_with_push_constants_local_size_and_timing) {
@@ -270,7 +273,8 @@ BOOST_AUTO_TEST_CASE(dtypes_in_caps_run) {
     if (!tg::sdk::has_dtype(caps, static_cast<unsigned>(d.scalar()))) continue;
     BOOST_TEST_CONTEXT(d.str()) {
       same_as_interp([&](const std::string& dev) {
-        // SPIR-V leaves float -> unsigned of negative values undefined: unsigned types get non-negative inputs
+        // SPIR-V leaves float -> unsigned of negative values undefined: unsigned types get non-negative
+        // inputs
         std::vector<float> v{-3.0f, -1.0f, 0.0f, 1.0f, 2.0f, 5.0f, 7.0f, 100.0f};
         if (d.is_unsigned()) v = {3.0f, 1.0f, 0.0f, 1.0f, 2.0f, 5.0f, 7.0f, 100.0f};
         Tensor a(v, {}, {}, dev);

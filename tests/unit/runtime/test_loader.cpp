@@ -11,6 +11,7 @@
 
 #include "paths.hpp"
 #include "runtime/loader.hpp"
+#include "tg/sdk/plugin.hpp"
 
 namespace rt = tg::runtime;
 namespace fs = std::filesystem;
@@ -64,10 +65,9 @@ BOOST_AUTO_TEST_CASE(inspect_rejects_with_a_reason) {
   BOOST_TEST(reason("libtg-stripped.so") ==
              "not a tinygrad.cpp plugin: its tgplugin section has no symbol table (stripped?); install it "
              "unstripped");
-  BOOST_TEST(
-      reason("libtg-badabi.so") ==
-      "ABI mismatch: built for ABI 99.0, this core is ABI 1.x (the major must match); rebuild the plugin "
-      "against this SDK");
+  BOOST_TEST(reason("libtg-badabi.so") ==
+             "ABI mismatch: built for ABI 99." + std::to_string(TG_ABI_MINOR) +
+                 ", this core is ABI 1.x (the major must match); rebuild the plugin against this SDK");
   BOOST_TEST(reason("libtg-twodesc.so") ==
              fmt::format("more than one descriptor ({}, {}); a plugin exports exactly one",
                          alias("FIXTURE_ONE"), alias("FIXTURE_TWO")));
