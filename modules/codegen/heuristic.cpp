@@ -52,6 +52,9 @@ struct Access {
 }  // namespace
 
 std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::RendererCaps& caps) {
+  // A tensor core the renderer declares takes a multiply-add it fits whole, as in tinygrad.
+  for (size_t i = 0; i < sdk::tensor_cores(caps).size(); i++)
+    if (std::vector<Opt> tc{{OptOps::TC, 0, static_cast<int64_t>(i)}}; opts_apply(ast, tc, caps)) return tc;
   std::vector<KernelAxis> axes = kernel_axes(ast);
   int64_t work = 1;
   std::vector<const UOp*> ranges;

@@ -26,6 +26,7 @@ enum class OptOps : uint8_t {
   GROUPTOP,  // GROUP with the outer part as the local id: each work item reduces a contiguous chunk
   PADTO,     // an axis rounded up to a multiple of arg; the added part is masked (loads give 0, stores are
              // skipped, reduces add their identity)
+  TC,        // the kernel's multiply-add on the renderer's tensor core number arg (axis 0); the only opt
 };
 std::string_view opt_op_name(OptOps op);
 
@@ -58,6 +59,9 @@ bool inside_other_reduce(const UOpRef& ast, const UOp* r);
 // out of range, wrong kind of axis, amount that does not divide the axis, a THREAD the device cannot run,
 // workgroups or shared memory the device does not have or that exceed its limits).
 UOpRef apply_opts(const UOpRef& ast, std::span<const Opt> opts, const sdk::RendererCaps& caps);
+
+// The TC opt (codegen/tc.cpp): the kernel rebuilt as warps of WMMAs over tiles of its one multiply-add.
+UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps);
 
 // The hand-coded choice from the kernel's shape and the caps (empty for small kernels).
 std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::RendererCaps& caps);

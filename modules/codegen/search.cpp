@@ -39,6 +39,8 @@ bool take_int(std::string_view& s, int64_t& out, std::string_view after) {
 std::vector<Opt> search_actions(const UOpRef& ast, const sdk::RendererCaps& caps) {
   std::vector<KernelAxis> axes = kernel_axes(ast);
   std::vector<Opt> out;
+  for (size_t i = 0; i < sdk::tensor_cores(caps).size(); i++)  // applies only as the first opt
+    out.push_back({OptOps::TC, 0, static_cast<int64_t>(i)});
   for (size_t i = 0; i < axes.size(); i++) {
     auto axis = static_cast<int64_t>(i);
     // Workgroup devices: pad axes of awkward sizes, group reduces, make output axes local.

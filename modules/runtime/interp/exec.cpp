@@ -2,12 +2,14 @@
 // (so BARRIER needs no work); IF masks lanes, loop bounds must agree across lanes.
 #include <algorithm>
 #include <array>
+#include <bit>
 
 #include <fmt/format.h>
 
 #include "base/error.hpp"
 #include "runtime/interp/program.hpp"
 #include "runtime/interp/values.hpp"
+#include "tg/sdk/renderer.hpp"
 
 namespace tg::interp {
 
@@ -175,9 +177,67 @@ class Executor {
       case Ops::STORE:
         store(i, in);
         return i + 1;
+      case Ops::WMMA:
+        wmma(i, in, out);
+        return i + 1;
       default:
         compute(i, in, out, w);
         return i + 1;
+    }
+  }
+
+  // WMMA: per warp (`threads` consecutive lanes) D = A * B + C over the tile, each operand gathered from the
+  // lanes and D scattered back to them by the tensor core's bit layout; the products and their sum exact,
+  // rounded once to the accumulator type.
+  void wmma(size_t i, const Inst& in, std::vector<Val>& out) {
+    const IntVec& a = std::get<IntVec>(in.arg);
+    if (a.size() != 54) fail(i, "the tensor core description is malformed");
+    const int64_t m = a[0], n = a[1], k = a[2], threads = a[3];
+    DType acc = DType(static_cast<Scalar>(a[5]));
+    if (threads < 1 || lanes_ % static_cast<size_t>(threads) != 0)
+      fail(i, fmt::format("a workgroup of {} lanes is not whole warps of {}", lanes_, threads));
+    for (size_t l = 0; l < lanes_; l++)
+      if (!active(l)) fail(i, "WMMA needs every lane of the warp");
+    auto bits_of = [](int64_t v) { return std::countr_zero(static_cast<uint64_t>(v)); };
+    // Element e of lane l of an operand with `rows` x `cols` tiles laid out by bits[0..]: its place in the
+    // tile.
+    auto place = [&](const int64_t* bits, int64_t rows, int64_t cols, int64_t l, int64_t e) {
+      int64_t at[2] = {0, 0};
+      int nb[2] = {bits_of(rows), bits_of(cols)};
+      for (int c = 0, j = 0; c < 2; c++)
+        for (int b = 0; b < nb[c]; b++, j++) {
+          int64_t src = bits[j];
+          int64_t bit = src >= sdk::TensorCore::kElemBit ? e >> (src - sdk::TensorCore::kElemBit) : l >> src;
+          at[c] |= (bit & 1) << b;
+        }
+      return at[0] * cols + at[1];
+    };
+    const int64_t* la = &a[6];
+    const int64_t* lb = &a[22];
+    const int64_t* lc = &a[38];
+    const size_t t = static_cast<size_t>(threads);
+    const int64_t ea = m * k / threads, eb = k * n / threads, ec = m * n / threads;
+    for (size_t w0 = 0; w0 < lanes_; w0 += t) {
+      std::vector<double> A(static_cast<size_t>(m * k)), B(static_cast<size_t>(k * n)),
+          C(static_cast<size_t>(m * n));
+      for (size_t l = 0; l < t; l++) {
+        auto lane = static_cast<int64_t>(l);
+        for (int64_t e = 0; e < ea; e++)
+          A.at(static_cast<size_t>(place(la, m, k, lane, e))) = at(in.src[0], w0 + l, e).f;
+        for (int64_t e = 0; e < eb; e++)
+          B.at(static_cast<size_t>(place(lb, k, n, lane, e))) = at(in.src[1], w0 + l, e).f;
+        for (int64_t e = 0; e < ec; e++)
+          C.at(static_cast<size_t>(place(lc, m, n, lane, e))) = at(in.src[2], w0 + l, e).f;
+      }
+      for (size_t l = 0; l < t; l++)
+        for (int64_t e = 0; e < ec; e++) {
+          int64_t p = place(lc, m, n, static_cast<int64_t>(l), e), r = p / n, c = p % n;
+          double d = C[static_cast<size_t>(p)];
+          for (int64_t q = 0; q < k; q++)
+            d += A[static_cast<size_t>(r * k + q)] * B[static_cast<size_t>(q * n + c)];
+          out[(w0 + l) * static_cast<size_t>(ec) + static_cast<size_t>(e)] =
+              cast(float_val(d), dtypes::float64, acc);
+        }
     }
   }
 

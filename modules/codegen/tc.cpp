@@ -1,0 +1,191 @@
+// The TC opt: a kernel whose one reduce is a multiply-add of two operands (a matmul, a batched one, any
+// elementwise work after it) runs on a tensor core the renderer declares. Each warp of `threads` lanes
+// computes one m x n tile of the output: an accumulator of m * n / threads values per lane, a loop over the
+// reduce axis in steps of k, and per step one WMMA on the A and B elements each lane holds. Which element of
+// a tile a lane holds is the tensor core's bit layout (sdk::TensorCore), so every load, accumulator slot and
+// store index below is the original index with the tile's coordinates put in.
+#include <algorithm>
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "codegen/opts.hpp"
+
+namespace tg {
+
+namespace {
+
+using sdk::TensorCore;
+
+UOpRef idx(int64_t v) { return UOp::const_(dtypes::index, ConstValue{v}); }
+
+int64_t const_size(const UOp* r) {
+  const ConstValue* v = r->src(0)->const_value();
+  const int64_t* i = v ? std::get_if<int64_t>(v) : nullptr;
+  return i ? *i : 0;
+}
+
+bool depends(const UOpRef& x, const UOp* r) {
+  std::vector<const UOp*> t = x->toposort();
+  return std::find(t.begin(), t.end(), r) != t.end();
+}
+
+int log2(int64_t v) { return std::countr_zero(static_cast<uint64_t>(v)); }
+
+// The operand a MUL source stands for: a value of the tensor core's input dtype, converted to the
+// accumulator's (or already of it when the two are the same).
+UOpRef operand(const UOpRef& x, DType in, DType acc) {
+  if (x->op() == Ops::CAST && x->dtype() == acc && x->src(0)->dtype() == in) return x->src(0);
+  if (x->dtype() == in && in == acc) return x;
+  return nullptr;
+}
+
+// The tile coordinate (row or column, `bits` of it) that element e of a lane holds, as an index expression
+// of the lane id.
+UOpRef tc_coordinate(const UOpRef& lane, const uint8_t* bits, int nbits, int64_t e) {
+  int64_t fixed = 0;
+  UOpRef expr;
+  for (int j = 0; j < nbits; j++) {
+    uint8_t b = bits[j];
+    if (b >= TensorCore::kElemBit) {
+      if ((e >> (b - TensorCore::kElemBit)) & 1) fixed += int64_t{1} << j;
+      continue;
+    }
+    UOpRef bit = lane / idx(int64_t{1} << b) % idx(2) * idx(int64_t{1} << j);
+    expr = expr ? expr + bit : bit;
+  }
+  return expr ? expr + idx(fixed) : idx(fixed);
+}
+
+// WMMA's arg: m, n, k, threads, in, acc, then a_bits, b_bits, c_bits (16 each).
+IntVec tc_arg(const TensorCore& tc) {
+  IntVec v{tc.m, tc.n, tc.k, tc.threads, tc.in, tc.acc};
+  for (const uint8_t* bits : {tc.a_bits, tc.b_bits, tc.c_bits}) v.insert(v.end(), bits, bits + 16);
+  return v;
+}
+
+}  // namespace
+
+UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) {
+  auto fail = [&](const std::string& why) -> UOpRef {
+    throw ValueError("opts", fmt::format("{}: {}", o.str(), why));
+  };
+  std::span<const TensorCore> tcs = sdk::tensor_cores(caps);
+  if (tcs.empty()) return fail(fmt::format("the '{}' renderer declares no tensor cores", caps.dialect));
+  if (o.axis != 0) return fail("axis must be 0 (the kernel's one multiply-add)");
+  if (o.arg < 0 || o.arg >= static_cast<int64_t>(tcs.size()))
+    return fail(fmt::format("the '{}' renderer declares {} tensor cores", caps.dialect, tcs.size()));
+  const TensorCore& tc = tcs[static_cast<size_t>(o.arg)];
+  DType in = DType(static_cast<Scalar>(tc.in)), acc_t = DType(static_cast<Scalar>(tc.acc));
+  bool shapes_ok = tc.threads > 0 && std::has_single_bit(unsigned{tc.m}) &&
+                   std::has_single_bit(unsigned{tc.n}) && std::has_single_bit(unsigned{tc.k}) &&
+                   std::has_single_bit(unsigned{tc.threads}) && tc.m * tc.k % tc.threads == 0 &&
+                   tc.k * tc.n % tc.threads == 0 && tc.m * tc.n % tc.threads == 0;
+  if (!shapes_ok) return fail("the tensor core's sizes are not powers of two spread evenly over its lanes");
+
+  // The kernel: one STORE under one END, one REDUCE (ADD) over one reduce range of its multiply-add.
+  std::vector<const UOp*> topo = ast->toposort(), reds, stores;
+  int64_t next_id = 0;
+  for (const UOp* u : topo) {
+    if (u->op() == Ops::REDUCE) reds.push_back(u);
+    if (u->op() == Ops::STORE) stores.push_back(u);
+    if (u->op() == Ops::RANGE) next_id = std::max(next_id, u->arg_as<AxisArg>().id + 1);
+  }
+  if (reds.size() != 1 || reds[0]->arg_as<Ops>() != Ops::ADD || reds[0]->src().size() != 2)
+    return fail("the kernel needs exactly one sum over one axis");
+  if (stores.size() != 1 || ast->src().size() != 1 || ast->src(0)->op() != Ops::END ||
+      ast->src(0)->src(0).get() != stores[0])
+    return fail("the kernel needs exactly one store");
+  const UOpRef red = reds[0]->ref(), k = red->src(1), end = ast->src(0);
+  if (k->op() != Ops::RANGE || k->arg_as<AxisArg>().type != AxisType::REDUCE)
+    return fail("the sum's axis is not a reduce axis");
+  const UOpRef& mul = red->src(0);
+  UOpRef x = mul->op() == Ops::MUL ? operand(mul->src(0), in, acc_t) : nullptr;
+  UOpRef y = mul->op() == Ops::MUL ? operand(mul->src(1), in, acc_t) : nullptr;
+  if (red->dtype() != acc_t || !x || !y)
+    return fail(fmt::format("the sum is not of products of {} values into {}", in.name(), acc_t.name()));
+
+  // m: the output axis only A moves along; n: the one only B does (the innermost of each).
+  UOpRef m, n;
+  for (const KernelAxis& a : kernel_axes(ast)) {
+    if (a.reduce) continue;
+    bool dx = depends(x, a.range.get()), dy = depends(y, a.range.get());
+    if (dx && !dy) m = a.range;
+    if (dy && !dx) n = a.range;
+  }
+  if (!m || !n) return fail("no output axis that only one operand moves along");
+  int64_t sm = const_size(m.get()), sn = const_size(n.get()), sk = const_size(k.get());
+  if (sm % tc.m != 0 || sn % tc.n != 0 || sk % tc.k != 0)
+    return fail(fmt::format("the {} x {} x {} product does not divide into {} x {} x {} tiles", sm, sn, sk,
+                            tc.m, tc.n, tc.k));
+
+  auto fresh = [&](int64_t size, AxisType t) { return UOp::range(idx(size), next_id++, t); };
+  UOpRef mo = fresh(sm / tc.m, AxisType::LOOP), no = fresh(sn / tc.n, AxisType::LOOP);
+  UOpRef lane = fresh(tc.threads, AxisType::LOCAL), ko = fresh(sk / tc.k, AxisType::REDUCE);
+  // Element e's (row, column) in the whole operand: the tile's origin plus its place in the tile.
+  auto at = [&](const uint8_t* bits, int64_t e, const UOpRef& tile_r, int64_t rows, const UOpRef& tile_c,
+                int64_t cols) {
+    return std::pair{tile_r * idx(rows) + tc_coordinate(lane, bits, log2(rows), e),
+                     tile_c * idx(cols) + tc_coordinate(lane, bits + log2(rows), log2(cols), e)};
+  };
+  int64_t ea = tc.m * tc.k / tc.threads, eb = tc.k * tc.n / tc.threads, ec = tc.m * tc.n / tc.threads;
+
+  // The accumulator: ec slots per lane, zero inside the tile's loops, updated once per step of k.
+  std::vector<UOpRef> outer;
+  for (size_t i = 1; i < end->src().size(); i++)
+    if (end->src(i) != m && end->src(i) != n) outer.push_back(end->src(i));
+  outer.insert(outer.end(), {mo, no, lane});
+  DType ptr = acc_t.ptr(AddrSpace::REG, ec);
+  UOpRef acc = UOp::make(Ops::DEFINE_REG, ptr, {}, int64_t{0});
+  std::vector<UOpRef> deps{acc};
+  deps.insert(deps.end(), outer.begin(), outer.end());
+  UOpRef zero_at = UOp::make(Ops::AFTER, ptr, deps);
+  std::vector<UOpRef> inits;
+  for (int64_t e = 0; e < ec; e++)
+    inits.push_back(
+        UOp::make(Ops::STORE, dtypes::void_,
+                  {UOp::make(Ops::INDEX, ptr, {zero_at, idx(e)}), UOp::const_(acc_t, ConstValue{0.0})}));
+  std::vector<UOpRef> loop_deps{acc};
+  loop_deps.insert(loop_deps.end(), inits.begin(), inits.end());
+  loop_deps.push_back(ko);
+  UOpRef in_loop = UOp::make(Ops::AFTER, ptr, loop_deps);
+
+  std::vector<UOpRef> a_el, b_el, c_el;
+  for (int64_t e = 0; e < ea; e++) {
+    auto [r, c] = at(tc.a_bits, e, mo, tc.m, ko, tc.k);
+    a_el.push_back(x->substitute({{m.get(), r}, {k.get(), c}}));
+  }
+  for (int64_t e = 0; e < eb; e++) {
+    auto [r, c] = at(tc.b_bits, e, ko, tc.k, no, tc.n);
+    b_el.push_back(y->substitute({{k.get(), r}, {n.get(), c}}));
+  }
+  for (int64_t e = 0; e < ec; e++)
+    c_el.push_back(UOp::make(Ops::LOAD, acc_t, {UOp::make(Ops::INDEX, ptr, {in_loop, idx(e)})}));
+  UOpRef d = UOp::make(Ops::WMMA, acc_t.vec(static_cast<int>(ec)),
+                       {UOp::make(Ops::VECTORIZE, in.vec(static_cast<int>(ea)), a_el),
+                        UOp::make(Ops::VECTORIZE, in.vec(static_cast<int>(eb)), b_el),
+                        UOp::make(Ops::VECTORIZE, acc_t.vec(static_cast<int>(ec)), c_el)},
+                       tc_arg(tc));
+  std::vector<UOpRef> updates;
+  for (int64_t e = 0; e < ec; e++)
+    updates.push_back(UOp::make(
+        Ops::STORE, dtypes::void_,
+        {UOp::make(Ops::INDEX, ptr, {in_loop, idx(e)}), UOp::make(Ops::GEP, acc_t, {d}, IntVec{e})}));
+  UOpRef loop = UOp::make(Ops::END, dtypes::void_, {UOp::make(Ops::NOOP, dtypes::void_, updates), ko});
+  UOpRef done = UOp::make(Ops::AFTER, ptr, {acc, loop});
+
+  // The store, once per element a lane holds: the sum is that slot, the tile's coordinates put in.
+  std::vector<UOpRef> outs;
+  for (int64_t e = 0; e < ec; e++) {
+    UOpRef sum = UOp::make(Ops::LOAD, acc_t, {UOp::make(Ops::INDEX, ptr, {done, idx(e)})});
+    auto [r, c] = at(tc.c_bits, e, mo, tc.m, no, tc.n);
+    UOpRef s = end->src(0)->substitute({{red.get(), sum}});
+    outs.push_back(s->substitute({{m.get(), r}, {n.get(), c}}));
+  }
+  std::vector<UOpRef> end_src{UOp::make(Ops::NOOP, dtypes::void_, outs)};
+  end_src.insert(end_src.end(), outer.begin(), outer.end());
+  return UOp::sink({UOp::make(Ops::END, dtypes::void_, end_src)});
+}
+
+}  // namespace tg

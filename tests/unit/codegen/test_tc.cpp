@@ -1,0 +1,150 @@
+// The TC opt: a renderer that declares a tensor core gets the kernel's multiply-add as WMMAs. INTERP runs
+// them with the declared lane layout (CUDA's mma.m16n8k16 here): the same bytes as the hand-computed sums,
+// the heuristic's and BEAM's choice, and errors that name the problem.
+#define BOOST_TEST_MODULE codegen_tc
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+
+#include "base/error.hpp"
+#include "codegen/search.hpp"
+#include "helpers.hpp"
+
+using namespace tgtest;
+
+namespace {
+
+using Bufs = std::vector<std::vector<std::byte>>;
+constexpr uint8_t L = sdk::TensorCore::kLaneBit, E = sdk::TensorCore::kElemBit;
+
+// CUDA's mma.sync.m16n8k16 with f16 inputs and f32 accumulators (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16"): groupID = lane >> 2 picks A's and C's row and B's column, threadID_in_group = lane & 3
+// two neighbouring columns (A, C) or rows (B); elements step by 1 within such a pair, then by 8.
+sdk::TensorCore cuda_m16n8k16() {
+  sdk::TensorCore tc;
+  tc.m = 16, tc.n = 8, tc.k = 16, tc.threads = 32;
+  tc.in = static_cast<uint8_t>(Scalar::FLOAT16), tc.acc = static_cast<uint8_t>(Scalar::FLOAT32);
+  const uint8_t a[] = {L + 2, L + 3, L + 4, E + 1, E + 0, L + 0, L + 1, E + 2};  // rows (m), then columns (k)
+  const uint8_t b[] = {E + 0, L + 0, L + 1, E + 1, L + 2, L + 3, L + 4};         // rows (k), then columns (n)
+  const uint8_t c[] = {L + 2, L + 3, L + 4, E + 1, E + 0, L + 0, L + 1};         // rows (m), then columns (n)
+  std::memcpy(tc.a_bits, a, sizeof a), std::memcpy(tc.b_bits, b, sizeof b),
+      std::memcpy(tc.c_bits, c, sizeof c);
+  return tc;
+}
+
+sdk::RendererCaps tc_caps() {
+  sdk::RendererCaps c = interp::interp_caps();
+  c.tensor_core_count = 1, c.tensor_cores[0] = cuda_m16n8k16();
+  return c;
+}
+
+// Half bits of a small non-negative integer (exact).
+uint16_t half_of(int v) {
+  if (v == 0) return 0;
+  int e = 31 - std::countl_zero(static_cast<uint32_t>(v));
+  return static_cast<uint16_t>((e + 15) << 10 | ((v << 10 >> e) & 0x3ff));
+}
+
+template <class T>
+std::vector<std::byte> bytes_of(const std::vector<T>& v) {
+  std::vector<std::byte> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// out[b, i, j] = 2 * sum_k float(x[b, i, k]) * float(w[b, k, j]) + 1 for 2 batches of a (rows x depth) by
+// (depth x cols) product of halves, accumulated in float.
+UOpRef bmm_ast(int64_t rows, int64_t cols, int64_t depth, DType in = dtypes::float16) {
+  UOpRef b = range(2, 0), i = range(rows, 1), j = range(cols, 2), k = range(depth, 3, AxisType::REDUCE);
+  UOpRef x = glob(1, in, 2 * rows * depth), w = glob(2, in, 2 * depth * cols);
+  UOpRef xv = load(x, b * idx(rows * depth) + i * idx(depth) + k);
+  UOpRef wv = load(w, b * idx(depth * cols) + k * idx(cols) + j);
+  if (in != dtypes::float32) xv = xv->cast(dtypes::float32), wv = wv->cast(dtypes::float32);
+  UOpRef sum = reduce(xv * wv, {k}, Ops::ADD);
+  UOpRef v = sum * UOp::const_(dtypes::float32, 2.0) + UOp::const_(dtypes::float32, 1.0);
+  return UOp::sink(
+      {end(store(glob(0, dtypes::float32, 2 * rows * cols), b * idx(rows * cols) + i * idx(cols) + j, v),
+           {b, i, j})});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tc_matmul_matches_the_sums) {
+  const int64_t rows = 32, cols = 16, depth = 32;
+  std::vector<int> xi(2 * rows * depth), wi(2 * depth * cols);
+  for (size_t n = 0; n < xi.size(); n++) xi[n] = static_cast<int>((n * 7) % 11);
+  for (size_t n = 0; n < wi.size(); n++) wi[n] = static_cast<int>((n * 5) % 13);
+  std::vector<uint16_t> xh, wh;
+  for (int v : xi) xh.push_back(half_of(v));
+  for (int v : wi) wh.push_back(half_of(v));
+  std::vector<float> want(2 * rows * cols);
+  for (int64_t b = 0; b < 2; b++)
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) {
+        int64_t s = 0;
+        for (int64_t k = 0; k < depth; k++)
+          s += xi[b * rows * depth + i * depth + k] * wi[b * depth * cols + k * cols + j];
+        want[b * rows * cols + i * cols + j] = 2.0f * static_cast<float>(s) + 1.0f;
+      }
+  LinearProgram p =
+      lower_kernel(bmm_ast(rows, cols, depth), tc_caps(), {.opts = std::vector<Opt>{{OptOps::TC, 0, 0}}});
+  BOOST_TEST(
+      std::count_if(p.uops.begin(), p.uops.end(), [](const UOpRef& u) { return u->op() == Ops::WMMA; }) == 1);
+  sdk::LaunchDims d = p.launch_dims({});
+  BOOST_TEST(d.local[0] * d.local[1] * d.local[2] == 32u);              // one warp per tile
+  BOOST_TEST(d.global[0] * d.global[1] * d.global[2] == 2u * 2u * 2u);  // 2 batches x 2 x 2 tiles of 16 x 8
+  Bufs bufs{bytes_of(std::vector<float>(want.size())), bytes_of(xh), bytes_of(wh)};
+  run_interp(p, bufs);
+  BOOST_TEST((bufs[0] == bytes_of(want)));
+}
+
+BOOST_AUTO_TEST_CASE(heuristic_and_beam_take_a_declared_tensor_core) {
+  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(32, 16, 32), tc_caps())) == "[TC(axis=0, arg=0)]");
+  // not without one, not for float32 inputs, not for sizes the tile does not divide
+  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(32, 16, 32), interp::interp_caps())).find("TC") ==
+             std::string::npos);
+  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(32, 16, 32, dtypes::float32), tc_caps())).find("TC") ==
+             std::string::npos);
+  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(24, 16, 32), tc_caps())).find("TC") ==
+             std::string::npos);
+  std::vector<Opt> actions = search_actions(bmm_ast(32, 16, 32), tc_caps());
+  BOOST_TEST(std::count(actions.begin(), actions.end(), Opt{OptOps::TC, 0, 0}) == 1);
+  BOOST_TEST(search_actions(bmm_ast(32, 16, 32), interp::interp_caps()).size() + 1 == actions.size());
+  // the opts text form round-trips
+  std::optional<std::vector<Opt>> back = parse_opts("[TC(axis=0, arg=0)]");
+  BOOST_TEST_REQUIRE(back.has_value());
+  BOOST_TEST(opts_str(*back) == "[TC(axis=0, arg=0)]");
+}
+
+BOOST_AUTO_TEST_CASE(tc_errors_name_the_problem) {
+  auto fails_with = [](const UOpRef& ast, const sdk::RendererCaps& caps, std::vector<Opt> opts,
+                       const std::string& what) {
+    try {
+      lower_kernel(ast, caps, {.opts = opts});
+    } catch (const ValueError& e) {
+      BOOST_TEST(std::string(e.what()).find(what) != std::string::npos, e.what());
+      return;
+    }
+    BOOST_ERROR("no error for " << opts_str(opts));
+  };
+  UOpRef ast = bmm_ast(32, 16, 32);
+  fails_with(ast, interp::interp_caps(), {{OptOps::TC, 0, 0}},
+             "TC(axis=0, arg=0): the 'interp' renderer declares no tensor cores");
+  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 1}}, "declares 1 tensor cores");
+  fails_with(ast, tc_caps(), {{OptOps::TC, 1, 0}}, "axis must be 0");
+  fails_with(ast, tc_caps(), {{OptOps::UPCAST, 1, 2}, {OptOps::TC, 0, 0}},
+             "TC must be the first and only opt");
+  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UPCAST, 1, 2}}, "TC takes no other opts");
+  fails_with(bmm_ast(24, 16, 32), tc_caps(), {{OptOps::TC, 0, 0}},
+             "the 24 x 16 x 32 product does not divide into 16 x 8 x 16 tiles");
+  fails_with(bmm_ast(32, 16, 32, dtypes::float32), tc_caps(), {{OptOps::TC, 0, 0}},
+             "the sum is not of products of half values into float");
+}
+
+BOOST_AUTO_TEST_CASE(caps_of_an_older_plugin_have_no_tensor_cores) {
+  // A minor-0 plugin's caps end before the tensor cores: they are never read.
+  sdk::RendererCaps c = tc_caps();
+  BOOST_TEST(sdk::tensor_cores(c).size() == 1u);
+  c.struct_size = offsetof(sdk::RendererCaps, tensor_core_count);
+  BOOST_TEST(sdk::tensor_cores(c).empty());
+}
