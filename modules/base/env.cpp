@@ -19,21 +19,30 @@ constexpr std::array kVars = {
     VarInfo{"VIZ", "0", "1 = serve the graph and rewrite viewer on localhost"},
     VarInfo{"JIT", "1", "0 = run jitted functions eagerly every call"},
     VarInfo{"DEV", "", "device to use: NAME[:index][:renderer[:arch]]; NAME=1 (e.g. CLANG=1) is a shorthand"},
-    VarInfo{"SPEC", "", "1 = check each stage's graph against the IR spec, 0 = never (default: on in debug builds)"},
+    VarInfo{"SPEC", "",
+            "1 = check each stage's graph against the IR spec, 0 = never (default: on in debug builds)"},
     VarInfo{"CACHELEVEL", "1", "0 = no on-disk cache of compiled programs and BEAM results"},
-    VarInfo{"SCHEDULE_CACHE", "16",
-            "how many graphs' schedules are remembered (the same graph again is not scheduled again); 0 = off"},
+    VarInfo{
+        "SCHEDULE_CACHE", "16",
+        "how many graphs' schedules are remembered (the same graph again is not scheduled again); 0 = off"},
     VarInfo{"CONV_IM2COL", "16777216",
             "largest conv window matrix (elements) kept in memory so conv and its gradients run as matmuls; "
             "0 = never"},
-    VarInfo{"TG_PLUGIN_PATH", "", "':'-separated plugin files or directories searched before the installed ones"},
+    VarInfo{"TG_PLUGIN_PATH", "",
+            "':'-separated plugin files or directories searched before the installed ones"},
     VarInfo{"TG_CACHE_DIR", "~/.cache/tinygrad.cpp",
             "where the compile and BEAM caches live (unset: $XDG_CACHE_HOME/tinygrad.cpp when that is set)"},
     VarInfo{"TG_CLANG", "clang", "clang binary the CLANG device uses when libclang-cpp is not available"},
     VarInfo{"TG_CLANG_FLAGS", "", "extra flags for the CLANG device's compiler (part of its cache key)"},
-    VarInfo{"TG_CLANG_INPROCESS", "1", "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in"},
-    VarInfo{"TG_VULKAN_STAGING", "0", "1 = VULKAN copies through staging buffers even when device memory is host-visible"},
-    VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist", "folder with the Fashion-MNIST idx files"},
+    VarInfo{"TG_CLANG_INPROCESS", "1",
+            "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in"},
+    VarInfo{"TG_VULKAN_STAGING", "0",
+            "1 = VULKAN copies through staging buffers even when device memory is host-visible"},
+    VarInfo{
+        "INTERP_TC", "",
+        "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs"},
+    VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
+            "folder with the Fashion-MNIST idx files"},
 };
 }  // namespace
 
@@ -42,7 +51,8 @@ std::span<const VarInfo> all() { return kVars; }
 static const VarInfo& find(std::string_view name) {
   for (const auto& v : kVars)
     if (v.name == name) return v;
-  throw ValueError("env", fmt::format("'{}' is not a declared environment variable (see base/env.cpp)", name));
+  throw ValueError("env",
+                   fmt::format("'{}' is not a declared environment variable (see base/env.cpp)", name));
 }
 
 std::optional<std::string> raw(std::string_view name) {

@@ -88,7 +88,7 @@ std::string kernel_name(const UOpRef& ast) {
   bool reduce = false;
   for (const UOp* u : ast->toposort()) {
     if (u->op() == Ops::RANGE) ranges.push_back(u);
-    reduce = reduce || u->op() == Ops::REDUCE;
+    reduce = reduce || u->op() == Ops::REDUCE || u->op() == Ops::WMMA;
   }
   auto rank = [](const UOp* r) {
     AxisArg a = r->arg_as<AxisArg>();

@@ -100,9 +100,15 @@ UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) 
   const UOpRef red = reds[0]->ref(), k = red->src(1), end = ast->src(0);
   if (k->op() != Ops::RANGE || k->arg_as<AxisArg>().type != AxisType::REDUCE)
     return fail("the sum's axis is not a reduce axis");
-  const UOpRef& mul = red->src(0);
-  UOpRef x = mul->op() == Ops::MUL ? operand(mul->src(0), in, acc_t) : nullptr;
-  UOpRef y = mul->op() == Ops::MUL ? operand(mul->src(1), in, acc_t) : nullptr;
+  // The products: of the operands converted (a tensor core's own), or converted after (Tensor::matmul of
+  // halves sums float(x * y)): the tensor core then sums the exact products instead, as tinygrad's does.
+  UOpRef mul = red->src(0), x, y;
+  if (mul->op() == Ops::CAST && mul->dtype() == acc_t && mul->src(0)->op() == Ops::MUL &&
+      mul->src(0)->dtype() == in) {
+    x = mul->src(0)->src(0), y = mul->src(0)->src(1);
+  } else if (mul->op() == Ops::MUL) {
+    x = operand(mul->src(0), in, acc_t), y = operand(mul->src(1), in, acc_t);
+  }
   if (red->dtype() != acc_t || !x || !y)
     return fail(fmt::format("the sum is not of products of {} values into {}", in.name(), acc_t.name()));
 

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "runtime/builtins.hpp"
@@ -75,7 +76,18 @@ class InterpRenderer final : public Renderer {
   }
 
  private:
-  RendererCaps caps_ = interp_caps();
+  RendererCaps caps_ = device_caps();
+
+  static RendererCaps device_caps() {
+    RendererCaps c = interp_caps();
+    std::string tc = env::get("INTERP_TC");
+    if (tc == "cuda") {
+      c.tensor_core_count = 1, c.tensor_cores[0] = cuda_mma_m16n8k16();
+    } else if (!tc.empty()) {
+      throw ValueError("INTERP", fmt::format("INTERP_TC={} is not a tensor core INTERP knows (cuda)", tc));
+    }
+    return c;
+  }
 };
 
 struct InterpCompiler final : Compiler {
@@ -142,6 +154,22 @@ class InterpDevice final : public Device {
 };
 
 }  // namespace
+
+sdk::TensorCore cuda_mma_m16n8k16() {
+  // groupID = lane >> 2 is A's and C's row and B's column, threadID_in_group = lane & 3 picks two
+  // neighbouring columns (A, C) or rows (B); a lane's elements step by 1 within such a pair, then by 8.
+  constexpr uint8_t L = sdk::TensorCore::kLaneBit, E = sdk::TensorCore::kElemBit;
+  sdk::TensorCore tc;
+  tc.m = 16, tc.n = 8, tc.k = 16, tc.threads = 32;
+  tc.in = static_cast<uint8_t>(Scalar::FLOAT16), tc.acc = static_cast<uint8_t>(Scalar::FLOAT32);
+  const uint8_t a[] = {L + 2, L + 3, L + 4, E + 1, E + 0, L + 0, L + 1, E + 2};  // rows (m), then columns (k)
+  const uint8_t b[] = {E + 0, L + 0, L + 1, E + 1, L + 2, L + 3, L + 4};         // rows (k), then columns (n)
+  const uint8_t c[] = {L + 2, L + 3, L + 4, E + 1, E + 0, L + 0, L + 1};         // rows (m), then columns (n)
+  std::copy(std::begin(a), std::end(a), tc.a_bits);
+  std::copy(std::begin(b), std::end(b), tc.b_bits);
+  std::copy(std::begin(c), std::end(c), tc.c_bits);
+  return tc;
+}
 
 sdk::RendererCaps interp_caps() {
   RendererCaps c;

@@ -10,6 +10,9 @@ namespace tg::interp {
 
 // Every dtype and op natively, workgroups (gidx/lidx, run in lock-step), no threads.
 sdk::RendererCaps interp_caps();
+// CUDA's mma.sync.m16n8k16 with half inputs and float accumulators (the PTX ISA's fragment layouts): the
+// tensor core INTERP declares with INTERP_TC=cuda, to try the TC opt without the hardware.
+sdk::TensorCore cuda_mma_m16n8k16();
 // A new INTERP device; the caller owns it.
 sdk::Device* create_interp_device();
 

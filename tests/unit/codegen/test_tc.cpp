@@ -1,6 +1,6 @@
 // The TC opt: a renderer that declares a tensor core gets the kernel's multiply-add as WMMAs. INTERP runs
-// them with the declared lane layout (CUDA's mma.m16n8k16 here): the same bytes as the hand-computed sums,
-// the heuristic's and BEAM's choice, and errors that name the problem.
+// them with the declared lane layout (CUDA's mma.m16n8k16 here, interp::cuda_mma_m16n8k16): the same bytes as
+// the hand-computed sums, the heuristic's and BEAM's choice, and errors that name the problem.
 #define BOOST_TEST_MODULE codegen_tc
 #include <boost/test/unit_test.hpp>
 
@@ -15,26 +15,10 @@ using namespace tgtest;
 namespace {
 
 using Bufs = std::vector<std::vector<std::byte>>;
-constexpr uint8_t L = sdk::TensorCore::kLaneBit, E = sdk::TensorCore::kElemBit;
-
-// CUDA's mma.sync.m16n8k16 with f16 inputs and f32 accumulators (PTX ISA, "Matrix Fragments for
-// mma.m16n8k16"): groupID = lane >> 2 picks A's and C's row and B's column, threadID_in_group = lane & 3
-// two neighbouring columns (A, C) or rows (B); elements step by 1 within such a pair, then by 8.
-sdk::TensorCore cuda_m16n8k16() {
-  sdk::TensorCore tc;
-  tc.m = 16, tc.n = 8, tc.k = 16, tc.threads = 32;
-  tc.in = static_cast<uint8_t>(Scalar::FLOAT16), tc.acc = static_cast<uint8_t>(Scalar::FLOAT32);
-  const uint8_t a[] = {L + 2, L + 3, L + 4, E + 1, E + 0, L + 0, L + 1, E + 2};  // rows (m), then columns (k)
-  const uint8_t b[] = {E + 0, L + 0, L + 1, E + 1, L + 2, L + 3, L + 4};         // rows (k), then columns (n)
-  const uint8_t c[] = {L + 2, L + 3, L + 4, E + 1, E + 0, L + 0, L + 1};         // rows (m), then columns (n)
-  std::memcpy(tc.a_bits, a, sizeof a), std::memcpy(tc.b_bits, b, sizeof b),
-      std::memcpy(tc.c_bits, c, sizeof c);
-  return tc;
-}
 
 sdk::RendererCaps tc_caps() {
   sdk::RendererCaps c = interp::interp_caps();
-  c.tensor_core_count = 1, c.tensor_cores[0] = cuda_m16n8k16();
+  c.tensor_core_count = 1, c.tensor_cores[0] = interp::cuda_mma_m16n8k16();
   return c;
 }
 
@@ -95,6 +79,33 @@ BOOST_AUTO_TEST_CASE(tc_matmul_matches_the_sums) {
   BOOST_TEST(d.global[0] * d.global[1] * d.global[2] == 2u * 2u * 2u);  // 2 batches x 2 x 2 tiles of 16 x 8
   Bufs bufs{bytes_of(std::vector<float>(want.size())), bytes_of(xh), bytes_of(wh)};
   run_interp(p, bufs);
+  BOOST_TEST((bufs[0] == bytes_of(want)));
+}
+
+BOOST_AUTO_TEST_CASE(tc_takes_the_sum_of_converted_products) {
+  // Tensor::matmul of halves sums float(x * y); on the tensor core the products are exact (small integers
+  // here, so the same bytes either way).
+  UOpRef i = range(16, 0), j = range(8, 1), k = range(32, 2, AxisType::REDUCE);
+  UOpRef x = load(glob(1, dtypes::float16, 16 * 32), i * idx(32) + k);
+  UOpRef w = load(glob(2, dtypes::float16, 32 * 8), k * idx(8) + j);
+  UOpRef sum = reduce((x * w)->cast(dtypes::float32), {k}, Ops::ADD);
+  UOpRef ast = UOp::sink(
+      {end(store(glob(0, dtypes::float16, 16 * 8), i * idx(8) + j, sum->cast(dtypes::float16)), {i, j})});
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, tc_caps())) == "[TC(axis=0, arg=0)]");
+  std::vector<int> xi(16 * 32), wi(32 * 8);
+  for (size_t n = 0; n < xi.size(); n++) xi[n] = static_cast<int>((n * 3) % 5);
+  for (size_t n = 0; n < wi.size(); n++) wi[n] = static_cast<int>((n * 5) % 3);
+  std::vector<uint16_t> xh, wh, want(16 * 8);
+  for (int v : xi) xh.push_back(half_of(v));
+  for (int v : wi) wh.push_back(half_of(v));
+  for (int a = 0; a < 16; a++)
+    for (int b = 0; b < 8; b++) {
+      int s = 0;
+      for (int c = 0; c < 32; c++) s += xi[a * 32 + c] * wi[c * 8 + b];
+      want[a * 8 + b] = half_of(s);  // at most 32 * 4 * 2: exact in half
+    }
+  Bufs bufs{bytes_of(std::vector<uint16_t>(want.size())), bytes_of(xh), bytes_of(wh)};
+  run_interp(lower_kernel(ast, tc_caps(), {.opts = std::vector<Opt>{{OptOps::TC, 0, 0}}}), bufs);
   BOOST_TEST((bufs[0] == bytes_of(want)));
 }
 
