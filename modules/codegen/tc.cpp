@@ -83,6 +83,24 @@ UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) 
                    std::has_single_bit(unsigned{tc.threads}) && tc.m * tc.k % tc.threads == 0 &&
                    tc.k * tc.n % tc.threads == 0 && tc.m * tc.n % tc.threads == 0;
   if (!shapes_ok) return fail("the tensor core's sizes are not powers of two spread evenly over its lanes");
+  // Each operand's bits name every lane bit and element bit once: lanes and elements cover the tile.
+  auto covers = [&](const uint8_t* bits, int64_t rows, int64_t cols) {
+    int lb = log2(tc.threads), eb = log2(rows * cols / tc.threads), nb = log2(rows) + log2(cols);
+    std::vector<int> seen(32, 0);
+    for (int j = 0; j < nb; j++) {
+      int b = bits[j];
+      bool lane_bit = b < TensorCore::kElemBit && b < lb;
+      bool elem_bit = b >= TensorCore::kElemBit && b - TensorCore::kElemBit < eb;
+      if (!lane_bit && !elem_bit) return false;
+      seen[lane_bit ? b : 16 + b - TensorCore::kElemBit]++;
+    }
+    return std::count(seen.begin(), seen.end(), 1) == nb;
+  };
+  for (auto [bits, name, rows, cols] :
+       {std::tuple{tc.a_bits, "a_bits", tc.m, tc.k}, std::tuple{tc.b_bits, "b_bits", tc.k, tc.n},
+        std::tuple{tc.c_bits, "c_bits", tc.m, tc.n}})
+    if (!covers(bits, rows, cols))
+      return fail(fmt::format("the tensor core's {} do not name each lane bit and element bit once", name));
 
   // The kernel: one STORE under one END, one REDUCE (ADD) over one reduce range of its multiply-add.
   std::vector<const UOp*> topo = ast->toposort(), reds, stores;

@@ -148,6 +148,10 @@ BOOST_AUTO_TEST_CASE(tc_errors_name_the_problem) {
   fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UPCAST, 1, 2}}, "TC takes no other opts");
   fails_with(bmm_ast(24, 16, 32), tc_caps(), {{OptOps::TC, 0, 0}},
              "the 24 x 16 x 32 product does not divide into 16 x 8 x 16 tiles");
+  sdk::RendererCaps bad = tc_caps();
+  bad.tensor_cores[0].b_bits[1] = bad.tensor_cores[0].b_bits[0];  // element bit 0 twice, lane bit 0 never
+  fails_with(ast, bad, {{OptOps::TC, 0, 0}},
+             "the tensor core's b_bits do not name each lane bit and element bit once");
   fails_with(bmm_ast(32, 16, 32, dtypes::float32), tc_caps(), {{OptOps::TC, 0, 0}},
              "the sum is not of products of half values into float");
 }
