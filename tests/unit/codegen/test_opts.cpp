@@ -669,73 +669,68 @@ BOOST_AUTO_TEST_CASE(heuristic_unroll_passes_to_the_reduce_axis_before) {
   check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv)}, bytes(out), got);
 }
 
-BOOST_AUTO_TEST_CASE(heuristic_tile_takes_a_short_axis_whole) {
-  // A channels-last 3x3 conv, out[n, h, w, co] = sum over ci, kh, kw of x[n, h + kh, w + kw, ci] *
-  // k[ci, kh, kw, co], 8x8 inputs to 6x6: the tile is 2 vectors of co by all 6 rows of h (12 accumulators),
-  // not by 3 of w, whose inputs slide with the unrolled kw.
-  UOpRef n = range(4, 0), h = range(6, 1), w = range(6, 2), co = range(64, 3);
-  UOpRef ci = range(16, 4, AxisType::REDUCE), kh = range(3, 5, AxisType::REDUCE),
+namespace {
+
+// A channels-last 3x3 conv, out[n, h, w, co] = sum over ci, kh, kw of x[n, h + kh, w + kw, ci] *
+// k[ci, kh, kw, co], for `batch` inputs of (hw + 2) x (hw + 2) x cin: its AST, inputs (small integers, so
+// exact sums) and the expected output.
+struct ConvLast {
+  UOpRef ast;
+  Bufs in;
+  std::vector<std::byte> out;
+};
+ConvLast conv3x3_last(int64_t batch, int64_t hw, int64_t cin, int64_t cout) {
+  const int64_t iw = hw + 2, xs = iw * iw * cin, ys = hw * hw * cout;
+  UOpRef n = range(batch, 0), h = range(hw, 1), w = range(hw, 2), co = range(cout, 3);
+  UOpRef ci = range(cin, 4, AxisType::REDUCE), kh = range(3, 5, AxisType::REDUCE),
          kw = range(3, 6, AxisType::REDUCE);
-  UOpRef x = glob(1, dtypes::float32, 4 * 64 * 16), k = glob(2, dtypes::float32, 16 * 9 * 64);
-  UOpRef xi = n * idx(1024) + (h + kh) * idx(128) + (w + kw) * idx(16) + ci;
-  UOpRef v = reduce(load(x, xi) * load(k, ci * idx(576) + kh * idx(192) + kw * idx(64) + co), {ci, kh, kw},
-                    Ops::ADD);
-  UOpRef flat = n * idx(2304) + h * idx(384) + w * idx(64) + co;
-  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 4 * 2304), flat, v), {n, h, w, co})});
+  UOpRef x = glob(1, dtypes::float32, batch * xs), k = glob(2, dtypes::float32, cin * 9 * cout);
+  UOpRef xi = n * idx(xs) + (h + kh) * idx(iw * cin) + (w + kw) * idx(cin) + ci;
+  UOpRef ki = ci * idx(9 * cout) + kh * idx(3 * cout) + kw * idx(cout) + co;
+  UOpRef v = reduce(load(x, xi) * load(k, ki), {ci, kh, kw}, Ops::ADD);
+  UOpRef flat = n * idx(ys) + h * idx(hw * cout) + w * idx(cout) + co;
+  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, batch * ys), flat, v), {n, h, w, co})});
+  std::vector<float> xv(batch * xs), kv(cin * 9 * cout), out(batch * ys, 0.0f);
+  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 5) % 7) - 3.0f;
+  for (size_t i = 0; i < kv.size(); i++) kv[i] = static_cast<float>((i * 3) % 5) - 2.0f;
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t y = 0; y < hw; y++)
+      for (int64_t z = 0; z < hw; z++)
+        for (int64_t o = 0; o < cout; o++) {
+          float acc = 0;
+          for (int64_t c = 0; c < cin; c++)
+            for (int64_t dy = 0; dy < 3; dy++)
+              for (int64_t dz = 0; dz < 3; dz++)
+                acc +=
+                    xv[b * xs + ((y + dy) * iw + z + dz) * cin + c] * kv[((c * 3 + dy) * 3 + dz) * cout + o];
+          out[b * ys + (y * hw + z) * cout + o] = acc;
+        }
+  return {ast, {bytes(std::vector<float>(out.size())), bytes(xv), bytes(kv)}, bytes(out)};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(heuristic_tile_takes_a_short_axis_whole) {
+  // 8x8 inputs to 6x6, 16 -> 64 channels, AVX2: the tile is 2 vectors of co by all 6 rows of h (12
+  // accumulators), not by 3 of w, whose inputs slide with the unrolled kw.
+  ConvLast c = conv3x3_last(4, 6, 16, 64);
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
-  std::vector<Opt> got = hand_coded_optimizations(ast, avx2);
+  std::vector<Opt> got = hand_coded_optimizations(c.ast, avx2);
   BOOST_TEST(std::any_of(got.begin(), got.end(),
                          [](const Opt& o) { return o.op == OptOps::UPCAST && o.axis == 1 && o.arg == 6; }),
              opts_str(got));
-  std::vector<float> xv(4 * 64 * 16), kv(16 * 9 * 64), out(4 * 2304, 0.0f);
-  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 5) % 7) - 3.0f;  // exact sums
-  for (size_t i = 0; i < kv.size(); i++) kv[i] = static_cast<float>((i * 3) % 5) - 2.0f;
-  for (size_t b = 0; b < 4; b++)
-    for (size_t y = 0; y < 6; y++)
-      for (size_t z = 0; z < 6; z++)
-        for (size_t o = 0; o < 64; o++) {
-          float acc = 0;
-          for (size_t c = 0; c < 16; c++)
-            for (size_t dy = 0; dy < 3; dy++)
-              for (size_t dz = 0; dz < 3; dz++)
-                acc +=
-                    xv[b * 1024 + (y + dy) * 128 + (z + dz) * 16 + c] * kv[c * 576 + dy * 192 + dz * 64 + o];
-          out[b * 2304 + y * 384 + z * 64 + o] = acc;
-        }
-  check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv), bytes(kv)}, bytes(out), got);
+  check_opts(c.ast, c.in, c.out, got);
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_whole_axis_stays_within_the_upcast_bound) {
-  // The same conv channels last with AVX-512, 12x12 inputs to 10x10 and 32 output channels (two vectors):
-  // all 10 rows of h would make 320 values (over the 256 bound), so h takes 5, not nothing (2.1x).
-  UOpRef n = range(2, 0), h = range(10, 1), w = range(10, 2), co = range(32, 3);
-  UOpRef ci = range(4, 4, AxisType::REDUCE), kh = range(3, 5, AxisType::REDUCE),
-         kw = range(3, 6, AxisType::REDUCE);
-  UOpRef x = glob(1, dtypes::float32, 2 * 144 * 4), k = glob(2, dtypes::float32, 4 * 9 * 32);
-  UOpRef xi = n * idx(576) + (h + kh) * idx(48) + (w + kw) * idx(4) + ci;
-  UOpRef v =
-      reduce(load(x, xi) * load(k, ci * idx(288) + kh * idx(96) + kw * idx(32) + co), {ci, kh, kw}, Ops::ADD);
-  UOpRef flat = n * idx(3200) + h * idx(320) + w * idx(32) + co;
-  UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 2 * 3200), flat, v), {n, h, w, co})});
-  std::vector<Opt> got = hand_coded_optimizations(ast, c_caps());
+  // The same conv with AVX-512, 12x12 inputs to 10x10, 4 -> 32 channels (two vectors): all 10 rows of h
+  // would make 320 values (over the 256 bound), so h takes 5, not nothing (2.1x).
+  ConvLast c = conv3x3_last(2, 10, 4, 32);
+  std::vector<Opt> got = hand_coded_optimizations(c.ast, c_caps());
   BOOST_TEST_REQUIRE(got.size() >= 2u);
   BOOST_TEST(opts_str({got.begin(), got.begin() + 2}) == "[UPCAST(axis=3, arg=32), UPCAST(axis=1, arg=5)]");
-  std::vector<float> xv(2 * 144 * 4), kv(4 * 9 * 32), out(2 * 3200, 0.0f);
-  for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 5) % 7) - 3.0f;  // exact sums
-  for (size_t i = 0; i < kv.size(); i++) kv[i] = static_cast<float>((i * 3) % 5) - 2.0f;
-  for (size_t b = 0; b < 2; b++)
-    for (size_t y = 0; y < 10; y++)
-      for (size_t z = 0; z < 10; z++)
-        for (size_t o = 0; o < 32; o++) {
-          float acc = 0;
-          for (size_t c = 0; c < 4; c++)
-            for (size_t dy = 0; dy < 3; dy++)
-              for (size_t dz = 0; dz < 3; dz++)
-                acc += xv[b * 576 + (y + dy) * 48 + (z + dz) * 4 + c] * kv[c * 288 + dy * 96 + dz * 32 + o];
-          out[b * 3200 + y * 320 + z * 32 + o] = acc;
-        }
-  check_opts(ast, {bytes(std::vector<float>(out.size())), bytes(xv), bytes(kv)}, bytes(out), got);
+  check_opts(c.ast, c.in, c.out, got);
 }
 
 BOOST_AUTO_TEST_CASE(nested_reduce) {
