@@ -62,6 +62,10 @@ UOpRef apply_opts(const UOpRef& ast, std::span<const Opt> opts, const sdk::Rende
 
 // The TC opt (codegen/tc.cpp): the kernel rebuilt as warps of WMMAs over tiles of its one multiply-add.
 UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps);
+// WMMA's arg, the tensor core as m, n, k, threads, in, acc, then a_bits, b_bits, c_bits (16 each), and back
+// (ValueError when it is not one).
+IntVec wmma_arg(const sdk::TensorCore& tc);
+sdk::TensorCore wmma_core(const IntVec& arg);
 
 // The hand-coded choice from the kernel's shape and the caps (empty for small kernels).
 std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::RendererCaps& caps);

@@ -58,14 +58,26 @@ UOpRef tc_coordinate(const UOpRef& lane, const uint8_t* bits, int nbits, int64_t
   return expr ? expr + idx(fixed) : idx(fixed);
 }
 
-// WMMA's arg: m, n, k, threads, in, acc, then a_bits, b_bits, c_bits (16 each).
-IntVec tc_arg(const TensorCore& tc) {
+}  // namespace
+
+IntVec wmma_arg(const TensorCore& tc) {
   IntVec v{tc.m, tc.n, tc.k, tc.threads, tc.in, tc.acc};
   for (const uint8_t* bits : {tc.a_bits, tc.b_bits, tc.c_bits}) v.insert(v.end(), bits, bits + 16);
   return v;
 }
 
-}  // namespace
+TensorCore wmma_core(const IntVec& v) {
+  if (v.size() != 6 + 3 * 16)
+    throw ValueError("WMMA", fmt::format("a tensor core is 54 values, got {}", v.size()));
+  for (int64_t x : v)
+    if (x < 0 || x > 255) throw ValueError("WMMA", fmt::format("tensor core value {} is not a byte", x));
+  TensorCore tc;
+  tc.m = uint8_t(v[0]), tc.n = uint8_t(v[1]), tc.k = uint8_t(v[2]), tc.threads = uint8_t(v[3]);
+  tc.in = uint8_t(v[4]), tc.acc = uint8_t(v[5]);
+  for (size_t j = 0; j < 16; j++)
+    tc.a_bits[j] = uint8_t(v[6 + j]), tc.b_bits[j] = uint8_t(v[22 + j]), tc.c_bits[j] = uint8_t(v[38 + j]);
+  return tc;
+}
 
 UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) {
   auto fail = [&](const std::string& why) -> UOpRef {
@@ -190,7 +202,7 @@ UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) 
                        {UOp::make(Ops::VECTORIZE, in.vec(static_cast<int>(ea)), a_el),
                         UOp::make(Ops::VECTORIZE, in.vec(static_cast<int>(eb)), b_el),
                         UOp::make(Ops::VECTORIZE, acc_t.vec(static_cast<int>(ec)), c_el)},
-                       tc_arg(tc));
+                       wmma_arg(tc));
   std::vector<UOpRef> updates;
   for (int64_t e = 0; e < ec; e++)
     updates.push_back(UOp::make(

@@ -67,7 +67,7 @@ enum class Ops : uint8_t {
   IF, ENDIF,      // gated block
   VECTORIZE,      // scalars -> vector
   GEP,            // vector -> elements, arg = IntVec of lanes
-  WMMA,           // tensor-core D = A * B + C of a warp, arg = the tensor core (codegen/tc.cpp tc_arg)
+  WMMA,           // tensor-core D = A * B + C of a warp, arg = the tensor core (codegen wmma_arg)
   UNROLL,         // expander: arg = IntPairs (axis, size) to unroll into lanes
   CONTRACT,       // expander: arg = IntPairs (axis, size) to gather into a vector
   CUSTOM,         // arg = format string the renderer fills with its sources

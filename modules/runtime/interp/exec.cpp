@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "codegen/opts.hpp"
 #include "runtime/interp/program.hpp"
 #include "runtime/interp/values.hpp"
-#include "tg/sdk/renderer.hpp"
 
 namespace tg::interp {
 
@@ -190,10 +190,14 @@ class Executor {
   // lanes and D scattered back to them by the tensor core's bit layout; the products and their sum exact,
   // rounded once to the accumulator type.
   void wmma(size_t i, const Inst& in, std::vector<Val>& out) {
-    const IntVec& a = std::get<IntVec>(in.arg);
-    if (a.size() != 54) fail(i, "the tensor core description is malformed");
-    const int64_t m = a[0], n = a[1], k = a[2], threads = a[3];
-    DType acc = DType(static_cast<Scalar>(a[5]));
+    sdk::TensorCore tc;
+    try {
+      tc = wmma_core(std::get<IntVec>(in.arg));
+    } catch (const ValueError& e) {
+      fail(i, e.what());
+    }
+    const int64_t m = tc.m, n = tc.n, k = tc.k, threads = tc.threads;
+    DType acc = DType(static_cast<Scalar>(tc.acc));
     if (threads < 1 || lanes_ % static_cast<size_t>(threads) != 0)
       fail(i, fmt::format("a workgroup of {} lanes is not whole warps of {}", lanes_, threads));
     for (size_t l = 0; l < lanes_; l++)
@@ -201,7 +205,7 @@ class Executor {
     auto bits_of = [](int64_t v) { return std::countr_zero(static_cast<uint64_t>(v)); };
     // Element e of lane l of an operand with `rows` x `cols` tiles laid out by bits[0..]: its place in the
     // tile.
-    auto place = [&](const int64_t* bits, int64_t rows, int64_t cols, int64_t l, int64_t e) {
+    auto place = [&](const uint8_t* bits, int64_t rows, int64_t cols, int64_t l, int64_t e) {
       int64_t at[2] = {0, 0};
       int nb[2] = {bits_of(rows), bits_of(cols)};
       for (int c = 0, j = 0; c < 2; c++)
@@ -212,9 +216,7 @@ class Executor {
         }
       return at[0] * cols + at[1];
     };
-    const int64_t* la = &a[6];
-    const int64_t* lb = &a[22];
-    const int64_t* lc = &a[38];
+    const uint8_t *la = tc.a_bits, *lb = tc.b_bits, *lc = tc.c_bits;
     const size_t t = static_cast<size_t>(threads);
     const int64_t ea = m * k / threads, eb = k * n / threads, ec = m * n / threads;
     for (size_t w0 = 0; w0 < lanes_; w0 += t) {
