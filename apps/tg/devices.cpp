@@ -58,6 +58,9 @@ int devices(Args args) {
                !selected.empty() && reg.find(selected) == &c ? '*' : ' ', c.name.empty() ? "-" : c.name, w,
                abi, loaded ? c.version : "-", prio, probe, c.usable ? "ok" : c.reason);
     fmt::print("  {:<{}}  {} ({})\n", "", w, c.path, c.origin);
+    if (std::string targets = compile_targets(c); !targets.empty())
+      fmt::print("  {:<{}}  {}: {} (tg-conformance --compile-only --arch ARCH)\n", "", w,
+                 c.usable ? "also compiles for" : "cannot run here; compiles for", targets);
   }
   fmt::print("\n{}\n", default_line);
   return 0;

@@ -38,6 +38,10 @@ constexpr std::array kVars = {
             "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in"},
     VarInfo{"TG_VULKAN_STAGING", "0",
             "1 = VULKAN copies through staging buffers even when device memory is host-visible"},
+    VarInfo{"TG_LIBCUDA", "", "the NVIDIA driver library the CUDA device opens (default: libcuda.so.1)"},
+    VarInfo{"TG_NVRTC", "", "libnvrtc the CUDA device compiles with (default: the toolkit's, found by the loader)"},
+    VarInfo{"TG_NVJITLINK", "", "libnvJitLink the CUDA device assembles PTX with (default: the toolkit's)"},
+    VarInfo{"TG_CUOBJDUMP", "", "cuobjdump the CUDA device disassembles with (default: PATH, the toolkit, the wheel)"},
     VarInfo{
         "INTERP_TC", "",
         "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs"},

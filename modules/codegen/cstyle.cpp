@@ -222,6 +222,12 @@ std::string CStyleRenderer::render_local(const UOp& def, const std::string& name
   throw NotSupportedError("render", fmt::format("the '{}' renderer has no shared memory", caps_.dialect));
 }
 
+std::string CStyleRenderer::render_wmma(const UOp& wmma, const std::string& a, const std::string& b,
+                                        const std::string& c) const {
+  (void)wmma, (void)a, (void)b, (void)c;
+  throw NotSupportedError("render", fmt::format("the '{}' renderer has no tensor core (WMMA)", caps_.dialect));
+}
+
 std::string CStyleRenderer::barrier() const {
   throw NotSupportedError("render", fmt::format("the '{}' renderer has no barrier", caps_.dialect));
 }
@@ -424,6 +430,9 @@ std::string CStyleRenderer::render_source(std::string_view name, std::span<const
       }
       case Ops::GEP:
         value("alu", render_gep(u->src(0)->dtype(), src(u, 0), u->arg_as<IntVec>().at(0)));
+        break;
+      case Ops::WMMA:
+        value("wmma", render_wmma(*u, src(u, 0), src(u, 1), src(u, 2)));
         break;
       case Ops::CUSTOM: {
         fmt::dynamic_format_arg_store<fmt::format_context> args;

@@ -19,7 +19,9 @@ constexpr tg_plugin_descriptor builtin_descriptor(const char* name) {
           core_version,
           sdk::detail::priority_of<D>(),
           &sdk::detail::probe_fn<D>,
-          &sdk::detail::create_fn<D>};
+          &sdk::detail::create_fn<D>,
+          sdk::detail::compile_targets_of<D>(),
+          sdk::detail::create_compile_only_of<D>()};
 }
 
 // Built-in devices in discovery order. To add one, define its descriptor with builtin_descriptor()

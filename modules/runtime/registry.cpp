@@ -158,9 +158,13 @@ DeviceSpec Registry::default_spec(std::string* why) const {
 Device& Registry::device(std::string_view spec) { return device(DeviceSpec::parse(spec)); }
 
 Device& Registry::device(const DeviceSpec& spec) {
+  auto key = std::make_pair(spec.name, spec.index);
+  {
+    std::lock_guard lock(mu_);  // an open device (compile-only ones included) needs no probe
+    if (auto it = devices_.find(key); it != devices_.end()) return *it->second;
+  }
   const Candidate& c = require(spec.name);
   std::lock_guard lock(mu_);
-  auto key = std::make_pair(spec.name, spec.index);
   if (auto it = devices_.find(key); it != devices_.end()) return *it->second;
   char err[1024] = {};
   void* raw = c.descriptor->create(spec.index, err, sizeof err);
@@ -169,6 +173,38 @@ Device& Registry::device(const DeviceSpec& spec) {
                                             err[0] != '\0' ? err : "create() failed without a reason"));
   auto dev = std::make_unique<Device>(spec, std::unique_ptr<sdk::Device>(static_cast<sdk::Device*>(raw)));
   debug_log(2, "[device] opened {} from {}: {}", dev->str(), c.path, dev->description());
+  return *devices_.emplace(key, std::move(dev)).first->second;
+}
+
+std::string compile_targets(const Candidate& c) {
+  auto fn = c.descriptor != nullptr ? tg_compile_targets_of(*c.descriptor) : nullptr;
+  const char* t = fn != nullptr ? fn() : nullptr;
+  return t != nullptr ? t : "";
+}
+
+Device& Registry::open_compile_only(std::string_view name, std::string_view arch) {
+  const Candidate* c = find(name);
+  if (c == nullptr || c->descriptor == nullptr)
+    throw DeviceError("compile-only", fmt::format("{} is not a loaded device plugin", name));
+  auto create = tg_create_compile_only_of(*c->descriptor);
+  std::string targets = compile_targets(*c);
+  if (create == nullptr || targets.empty())
+    throw DeviceError("compile-only", fmt::format("{} cannot compile without its device{}", name,
+                                                  create == nullptr ? " (the plugin has no compile-only entry)"
+                                                                    : " here (it lists no targets)"));
+  std::string a(arch.empty() ? targets.substr(0, targets.find(' ')) : arch);
+  std::lock_guard lock(mu_);
+  auto key = std::make_pair(std::string(name), 0);
+  if (devices_.contains(key))
+    throw DeviceError("compile-only", fmt::format("{}:0 is already open as a running device", name));
+  char err[4096] = {};
+  void* raw = create(a.c_str(), err, sizeof err);
+  if (raw == nullptr)
+    throw DeviceError("compile-only", fmt::format("{} cannot compile for {}: {} (targets: {})", name, a,
+                                                  err[0] != '\0' ? err : "no reason given", targets));
+  DeviceSpec spec{.name = std::string(name), .index = 0, .renderer = "", .arch = a};
+  auto dev = std::make_unique<Device>(spec, std::unique_ptr<sdk::Device>(static_cast<sdk::Device*>(raw)));
+  debug_log(2, "[device] opened {} compile-only for {}: {}", dev->str(), a, dev->description());
   return *devices_.emplace(key, std::move(dev)).first->second;
 }
 

@@ -31,6 +31,10 @@ struct Candidate {
   const tg_plugin_descriptor* descriptor = nullptr;  // set once loaded and checked
 };
 
+// What a candidate can compile for with no device present (ABI minor 2): "sm_80 sm_90", empty when
+// nothing. Asked on demand: it may load the plugin's toolchain.
+std::string compile_targets(const Candidate& c);
+
 struct RegistryConfig {
   // Variables discovery and selection read: TG_PLUGIN_PATH, DEV and NAME=1 flags.
   std::map<std::string, std::string, std::less<>> env;
@@ -66,7 +70,10 @@ class Registry {
   Device& device(std::string_view spec);
   Device& device(const DeviceSpec& spec);
   Device& default_device() { return device(default_spec()); }
-
+  // Opens the plugin's compile-only device for arch (empty = its default target) as NAME:0, so that
+  // tensors on NAME are rendered and compiled for arch but never run. Replaces nothing: throws DeviceError
+  // when NAME is already open, unknown, or cannot compile for arch.
+  Device& open_compile_only(std::string_view name, std::string_view arch);
  private:
   void add_builtins();
   void add_candidate(const runtime::PluginFile& pf, const std::string& origin);

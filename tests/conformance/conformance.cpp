@@ -186,14 +186,25 @@ class Observer final : public ut::test_observer {
   int priority() override { return 10; }
 };
 
-// Skips every test case the manifest lists as unsupported (Boost reports it as skipped).
+// What compile-only mode cannot do: areas and test cases that exist to run kernels or move memory.
+bool needs_device(std::string_view id) {
+  for (std::string_view p : {"allocator/", "program/", "compiler/cached_compile", "smoke/reuse", "loading/loading_twice"})
+    if (id.starts_with(p)) return true;
+  return false;
+}
+
+// Skips every test case the manifest lists as unsupported (or compile-only mode cannot run) (Boost reports it as skipped).
 class SkipUnsupported final : public ut::test_tree_visitor {
  public:
   void visit(const ut::test_case& tc) override {
     std::string id = unit_id(tc.p_id);
-    const std::string* why = find_in(state().manifest.unsupported, id);
-    if (why == nullptr) return;
-    std::string reason = fmt::format("unsupported by the manifest: {}", *why);
+    std::string reason;
+    if (const std::string* why = find_in(state().manifest.unsupported, id))
+      reason = fmt::format("unsupported by the manifest: {}", *why);
+    else if (state().target.compile_only && needs_device(id))
+      reason = "compile-only: this test runs kernels or uses device memory";
+    else
+      return;
     ut::framework::get<ut::test_case>(tc.p_id).add_precondition(
         [reason](ut::test_unit_id) {
           boost::test_tools::assertion_result r(false);
@@ -308,6 +319,9 @@ std::string summary() {
   std::ostringstream out;
   out << fmt::format("conformance summary: {}{}\n", s.target.name,
                      s.target.plugin_path.empty() ? " (built-in)" : " (" + s.target.plugin_path + ")");
+  if (s.target.compile_only)
+    out << fmt::format("mode: compile-only for {} (every kernel compiled by the plugin's toolchain; none ran)\n",
+                       s.target.arch);
   if (!s.target.manifest_path.empty()) out << fmt::format("manifest: {}\n", s.target.manifest_path);
   out << fmt::format("{:<10} {:>7} {:>7} {:>12} {:>6} {:>6}\n", "area", "passed", "failed", "unsupported", "xfail",
                      "xpass");

@@ -16,6 +16,10 @@ struct Target {
   std::string name;         // device name as used in DEV= and Tensor device strings ("CLANG")
   std::string plugin_path;  // the shared library, when the device is a plugin
   std::string manifest_path;  // the manifest that was read, empty when none
+  // --compile-only: every kernel is rendered and compiled for arch by the plugin's compile-only device and
+  // nothing runs; tc_pattern, when set, must occur in the disassembly of every tensor-core kernel.
+  bool compile_only = false;
+  std::string arch, tc_pattern;
 };
 const Target& target();
 Device& device();  // Registry::global().device(target().name)
@@ -31,6 +35,7 @@ struct Manifest {
   const std::string* find_xfail(std::string_view id) const;
 };
 const Manifest& manifest();
+inline bool compile_only() { return target().compile_only; }
 
 // Outcomes of single items inside test cases, counted per area in the summary. Call them from inside a
 // Boost test case; `item` is appended to the current test's id ("<area>/<test case>/<item>").

@@ -2,6 +2,9 @@
 // Hand-built kernels and raw plugin buffers for the allocator, compiler and program areas: kernel ASTs
 // (docs/ir-stages.md stage 2) lowered with the device's caps and rendered by its renderer.
 #include <cstring>
+#include <exception>
+
+#include <fmt/format.h>
 #include <memory>
 #include <span>
 #include <string>
@@ -10,6 +13,8 @@
 #include "codegen/lower.hpp"
 #include "conformance.hpp"
 #include "runtime/check.hpp"
+#include "tensor/realize.hpp"
+#include "tensor/tensor.hpp"
 #include "tg/sdk/device.hpp"
 #include "uop/uop.hpp"
 
@@ -59,6 +64,45 @@ inline Rendered render(const UOpRef& ast, const std::string& name) {
   k.source = std::string(src.text());
   return k;
 }
+// Thrown right after a kernel compiled in compile-only mode: the item passes without loading or running.
+struct CompiledOnly : std::exception {
+  const char* what() const noexcept override { return "compiled for the target; not run (compile-only)"; }
+};
+inline void stop_if_compile_only() {
+  if (compile_only()) throw CompiledOnly();
+}
+
+// The disassembly of a tensor-core kernel's binary must show the target's matrix instruction
+// (--tc-instruction); empty when it does or when no pattern was given.
+inline std::string check_tc_disassembly(std::span<const std::byte> binary) {
+  const std::string& want = target().tc_pattern;
+  if (want.empty()) return "";
+  sdk::Blob text;
+  sdk::Status s = device().compiler().disassemble(binary, text);
+  if (!s.ok()) return fmt::format("cannot disassemble to look for {}: {}", want, s.message());
+  if (text.text().find(want) != std::string_view::npos) return "";
+  return fmt::format("the tensor-core kernel's disassembly has no {}:\n{}", want, text.text());
+}
+
+// Every kernel of the schedule of outs, lowered as a realize would (heuristic opts), rendered and compiled
+// for the target; the first failure, naming the kernel, or "".
+inline std::string compile_schedule(const std::vector<Tensor>& outs) {
+  std::vector<UOpRef> roots;
+  for (const Tensor& t : outs) roots.push_back(t.uop());
+  for (const ScheduleItemView& si : schedule_uops(roots)) {
+    if (si.ast->op() != Ops::SINK) continue;  // copies compile nothing
+    LinearProgram p = lower_kernel(si.ast, device().caps());
+    sdk::Blob src;
+    check(device().renderer().render(p.name, p.view(), src), "render", p.name);
+    try {
+      (void)device().compile(src.text());
+    } catch (const std::exception& e) {
+      return fmt::format("kernel {}: {}", p.name, e.what());
+    }
+  }
+  return "";
+}
+
 // Rendered, compiled by the device compiler and loaded.
 struct Loaded {
   Rendered k;
@@ -67,6 +111,7 @@ struct Loaded {
 inline Loaded compile_and_load(const UOpRef& ast, const std::string& name) {
   Loaded l{render(ast, name), nullptr};
   sdk::Blob bin = device().compile(l.k.source);
+  stop_if_compile_only();
   l.program = device().load(l.k.prog.name, bin.bytes());
   return l;
 }

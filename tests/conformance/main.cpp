@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 using namespace tg::conformance;
 
 constexpr const char* kUsage = R"(usage: tg-conformance [--plugin PATH] [--manifest PATH] [--junit FILE] [--summary FILE]
-                      [--skip-unusable] [Boost.Test options]
+                      [--skip-unusable] [--compile-only [--arch ARCH] [--tc-instruction TEXT]]
+                      [Boost.Test options]
 Runs the backend conformance suite on one device and prints a summary per area (loading, allocator,
 compiler, renderer, program, ops, smoke).
   --plugin PATH    the plugin library to test (its device is the one it declares); without it, DEV=NAME
@@ -35,6 +36,11 @@ compiler, renderer, program, ops, smoke).
   --junit FILE     also write a JUnit XML report to FILE
   --summary FILE   also write the summary to FILE
   --skip-unusable  exit with 77 (a skipped test) when the device cannot be used on this machine
+  --compile-only   no device needed: every kernel the suite would run is rendered and compiled by the
+                   plugin's own toolchain for ARCH, and none runs (tests that only run are unsupported)
+  --arch ARCH      the target to compile for (default: the plugin's first; `tg devices` lists them)
+  --tc-instruction TEXT
+                   the disassembly of every tensor-core kernel must contain TEXT (e.g. HMMA)
   --help           this text
 Other options go to Boost.Test, e.g. --run_test=ops/* or --list_content.
 Exit code: 0 when nothing failed and no expected failure passed, 1 otherwise, 2 when the device cannot be
@@ -42,8 +48,8 @@ tested (bad arguments or manifest, not a plugin, not usable here).
 )";
 
 struct Options {
-  std::string plugin, manifest, junit, summary;
-  bool help = false, skip_unusable = false;
+  std::string plugin, manifest, junit, summary, arch, tc_instruction;
+  bool help = false, skip_unusable = false, compile_only = false;
   std::vector<std::string> boost_args;
 };
 
@@ -53,7 +59,8 @@ std::optional<std::string> parse(int argc, char** argv, Options& o) {
     std::string a = argv[i];
     bool matched = false;
     for (auto [flag, dst] : {std::pair{"--plugin", &o.plugin}, std::pair{"--manifest", &o.manifest},
-                             std::pair{"--junit", &o.junit}, std::pair{"--summary", &o.summary}}) {
+                             std::pair{"--junit", &o.junit}, std::pair{"--summary", &o.summary},
+                             std::pair{"--arch", &o.arch}, std::pair{"--tc-instruction", &o.tc_instruction}}) {
       std::string f = flag;
       if (a == f) {
         if (i + 1 >= argc) return fmt::format("{} needs a value", f);
@@ -72,12 +79,19 @@ std::optional<std::string> parse(int argc, char** argv, Options& o) {
       o.skip_unusable = true;
       continue;
     }
+    if (a == "--compile-only") {
+      o.compile_only = true;
+      continue;
+    }
     if (a == "--help" || a == "-h") {
       o.help = true;
       continue;
     }
     o.boost_args.push_back(a);
   }
+  if (!o.compile_only && (!o.arch.empty() || !o.tc_instruction.empty()))
+    return std::string("--arch and --tc-instruction need --compile-only");
+  if (o.compile_only && o.plugin.empty()) return std::string("--compile-only needs --plugin PATH");
   return std::nullopt;
 }
 
@@ -100,13 +114,18 @@ Target choose_target(const Options& o) {
     if (c->path != pf.path)
       throw std::runtime_error(fmt::format("{} declares device {}, but {} already provides it ({})", o.plugin,
                                            t.name, c->path, c->origin));
-    if (!c->usable) throw Unusable(fmt::format("{}: {} is not usable here: {}", o.plugin, t.name, c->reason));
+    if (!c->usable && !o.compile_only)
+      throw Unusable(fmt::format("{}: {} is not usable here: {}", o.plugin, t.name, c->reason));
     t.plugin_path = pf.path;
   } else {
     std::string why;
     t.name = tg::Registry::global().default_spec(&why).name;
     const tg::Candidate* c = tg::Registry::global().find(t.name);
     if (c != nullptr && c->path != "built-in") t.plugin_path = c->path;
+  }
+  if (o.compile_only) {
+    tg::Device& d = tg::Registry::global().open_compile_only(t.name, o.arch);
+    t.compile_only = true, t.arch = d.spec().arch, t.tc_pattern = o.tc_instruction;
   }
   if (!o.manifest.empty()) {
     t.manifest_path = o.manifest;
@@ -126,6 +145,7 @@ void print_header(const Target& t) {
   fmt::print("tg-conformance\n  device:      {} ({})\n  plugin:      {}\n", t.name, dev.str(),
              t.plugin_path.empty() ? "built-in" : t.plugin_path);
   if (c != nullptr) fmt::print("  version:     {}\n  ABI:         {}.{}\n", c->version, c->abi_major, c->abi_minor);
+  if (t.compile_only) fmt::print("  mode:        compile-only for {}: nothing runs\n", t.arch);
   fmt::print("  description: {}\n  manifest:    {}\n\n", dev.description(),
              t.manifest_path.empty() ? "none" : t.manifest_path);
   std::fflush(stdout);

@@ -78,6 +78,10 @@ class CStyleRenderer : public Renderer {
   virtual std::string render_reg(const UOp& def, const std::string& name) const;
   virtual std::string render_local(const UOp& def, const std::string& name) const;
   virtual std::string barrier() const;
+  // A WMMA (D = A * B + C of one tensor core, wmma.arg() naming it) on the lane's vectors a, b and c.
+  // Default: unsupported.
+  virtual std::string render_wmma(const UOp& wmma, const std::string& a, const std::string& b,
+                                  const std::string& c) const;
   // A LOAD's expression / a STORE's statement for element `off` of buffer `b` (`buf` is its DEFINE_GLOBAL,
   // DEFINE_LOCAL or DEFINE_REG). Empty (the default) = the C form; languages without pointers override them.
   virtual std::string render_load(const UOp& buf, const std::string& b, const std::string& off,
