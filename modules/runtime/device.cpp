@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "base/error.hpp"
+#include "base/log.hpp"
 #include "runtime/check.hpp"
 
 namespace tg {
@@ -64,6 +66,11 @@ sdk::Blob Device::compile(std::string_view source) {
 }
 
 std::unique_ptr<sdk::Program> Device::load(std::string_view kernel, std::span<const std::byte> binary) {
+  if (env::DEBUG >= 7) {  // every program passes here, compiled now or read from the disk cache
+    sdk::Blob text;
+    sdk::Status s = impl_->compiler().disassemble(binary, text);
+    debug_log(7, "{} {} disassembly:\n{}", str(), kernel, s.ok() ? std::string(text.text()) : fmt::format("none: {}", s.message()));
+  }
   sdk::Program* program = nullptr;
   check(impl_->load(kernel, binary, &program), "load", fmt::format("{} loading kernel {}", str(), kernel));
   if (program == nullptr)
