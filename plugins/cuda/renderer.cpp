@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -44,7 +45,7 @@ RendererCaps cuda_caps(const ArchLimits& l) {
   c.max_buffers = 256, c.max_int_args = 256;
   c.thread_count = 1;
   c.supports_float_ints = true;
-  std::strncpy(c.dialect, "cuda", sizeof c.dialect - 1);
+  std::snprintf(c.dialect, sizeof c.dialect, "cuda sm_%d", l.sm);  // errors name the arch
   if (l.sm >= 80) {
     c.tensor_core_count = 2;
     c.tensor_cores[0] = mma_m16n8k16(Scalar::FLOAT16);
