@@ -302,7 +302,7 @@ PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
   return PatternMatcher(std::move(rules));
 }
 
-UOpRef PatternMatcher::rewrite(const UOpRef& u, void* ctx) const {
+UOpRef PatternMatcher::rewrite(const UOpRef& u, void* ctx, const Rule** fired) const {
   if (by_op_.empty()) return {};
   const std::vector<uint32_t>& bucket = by_op_[static_cast<int>(u->op())];
   if (bucket.empty()) return {};
@@ -328,7 +328,10 @@ UOpRef PatternMatcher::rewrite(const UOpRef& u, void* ctx) const {
       f.out = (*f.fn)(*f.m);
       return f.out && f.out != f.m->root();
     };
-    if (match(r.pat.node().get(), u.get(), m.caps_, Cont{call, &fire})) return std::move(fire.out);
+    if (match(r.pat.node().get(), u.get(), m.caps_, Cont{call, &fire})) {
+      if (fired) *fired = &r;
+      return std::move(fire.out);
+    }
   }
   return {};
 }

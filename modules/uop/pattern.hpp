@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "uop/uop.hpp"
@@ -144,8 +145,8 @@ class PatternMatcher {
   PatternMatcher(std::initializer_list<Rule> rules);
   explicit PatternMatcher(std::vector<Rule> rules);
 
-  // Tries the rules whose root op matches u, in order; the first non-null result wins.
-  UOpRef rewrite(const UOpRef& u, void* ctx = nullptr) const;
+  // Tries the rules whose root op matches u, in order; the first non-null result wins (and is named in fired).
+  UOpRef rewrite(const UOpRef& u, void* ctx = nullptr, const Rule** fired = nullptr) const;
   PatternMatcher operator+(const PatternMatcher& o) const;
   const std::vector<Rule>& rules() const { return rules_; }
 
@@ -175,14 +176,25 @@ UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, Ctx& ctx, Rew
   return graph_rewrite(root, pm, static_cast<void*>(&ctx), opts);
 }
 
-// Each graph_rewrite call is recorded here (pass name, rules tried, matches, time) when tracing is on
-// (DEBUG>=? or VIZ); the viewer and tests read it.
+// One rule that fired: the node it matched and what it returned. g++ gives every rule of a braced table the
+// table's closing line, so a rule is also told apart by its place among the rules sharing its location.
+struct RewriteStep {
+  SourceLoc where;
+  UOpRef from, to;
+  int in_table = 0, table_size = 1;
+};
+// Each graph_rewrite call is recorded here (pass name, every rule that fired, time) when tracing is on
+// (set_rewrite_tracing or VIZ); the viewer and tests read it.
 struct RewriteTrace {
   std::string name;
   UOpRef before, after;
   size_t matches = 0;
   double seconds = 0;
+  std::vector<RewriteStep> steps;
+  uint64_t seq = 0;  // from next_trace_seq: orders traces with the records of later stages (VIZ)
+  std::thread::id thread;
 };
+uint64_t next_trace_seq();
 void set_rewrite_tracing(bool on);
 bool rewrite_tracing();  // set_rewrite_tracing(true) or VIZ: passes must run (not be skipped by a cache)
 std::vector<RewriteTrace> take_rewrite_traces();

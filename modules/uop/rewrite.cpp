@@ -16,6 +16,7 @@ namespace tg {
 namespace {
 
 std::atomic<bool> g_tracing{false};
+std::atomic<uint64_t> g_trace_seq{0};
 std::mutex g_trace_mu;
 std::vector<RewriteTrace> g_traces;
 
@@ -23,8 +24,8 @@ std::vector<RewriteTrace> g_traces;
 // creates is kept in keep_, which keeps alive all it points to. So raw pointers are safe until return.
 class Rewriter {
  public:
-  Rewriter(const PatternMatcher& pm, void* ctx, RewriteOptions opts)
-      : pm_(pm), ctx_(ctx), opts_(opts), slot_(ctx ? -1 : pm.memo_slot()) {}
+  Rewriter(const PatternMatcher& pm, void* ctx, RewriteOptions opts, std::vector<RewriteStep>* steps)
+      : pm_(pm), ctx_(ctx), opts_(opts), slot_(ctx ? -1 : pm.memo_slot()), steps_(steps) {}
 
   UOpRef run(const UOpRef& root) {
     if (fixed(root.get())) return root;
@@ -58,14 +59,28 @@ class Rewriter {
   };
 
   const UOp* apply(const UOp* u) {
-    UOpRef r = pm_.rewrite(u->ref(), ctx_);
+    const Rule* rule = nullptr;
+    UOpRef r = pm_.rewrite(u->ref(), ctx_, steps_ ? &rule : nullptr);
     if (!r) return nullptr;
     matches_++;
+    if (steps_) record(rule, u, r);
     return keep(std::move(r));
   }
   const UOp* keep(UOpRef r) {
     keep_.push_back(std::move(r));
     return keep_.back().get();
+  }
+
+  void record(const Rule* rule, const UOp* from, const UOpRef& to) {
+    const std::vector<Rule>& rules = pm_.rules();
+    auto same = [&](size_t i) {
+      return rules[i].where.line == rule->where.line && rules[i].where.file == rule->where.file;
+    };
+    size_t at = static_cast<size_t>(rule - rules.data()), first = at, end = at + 1;
+    while (first > 0 && same(first - 1)) first--;
+    while (end < rules.size() && same(end)) end++;
+    steps_->push_back(RewriteStep{rule->where, from->ref(), to, static_cast<int>(at - first),
+                                  static_cast<int>(end - first)});
   }
 
   // Known (from an earlier rewrite with this memoized matcher) to be its own fixed point, sources included.
@@ -154,6 +169,7 @@ class Rewriter {
   // most calls (simplify) see a handful of nodes: grow, do not zero 24 KiB each call
   detail::PtrMap<State> state_{8};
   size_t matches_ = 0;
+  std::vector<RewriteStep>* steps_;  // null unless traced
 };
 
 }  // namespace
@@ -161,16 +177,21 @@ class Rewriter {
 UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx, RewriteOptions opts) {
   if (!root) throw ValueError(opts.name, "graph_rewrite of a null UOp");
   bool tracing = rewrite_tracing();
+  std::vector<RewriteStep> steps;
+  uint64_t seq = tracing ? next_trace_seq() : 0;
   Timer t;
-  Rewriter rw(pm, ctx, opts);
+  Rewriter rw(pm, ctx, opts, tracing ? &steps : nullptr);
   UOpRef out = rw.run(root);
   if (tracing) {
-    RewriteTrace tr{std::string(opts.name), root, out, rw.matches(), t.seconds()};
+    RewriteTrace tr{std::string(opts.name), root, out, rw.matches(), t.seconds(), std::move(steps), seq,
+                    std::this_thread::get_id()};
     std::lock_guard lock(g_trace_mu);
     g_traces.push_back(std::move(tr));
   }
   return out;
 }
+
+uint64_t next_trace_seq() { return g_trace_seq.fetch_add(1, std::memory_order_relaxed) + 1; }
 
 void set_rewrite_tracing(bool on) { g_tracing.store(on, std::memory_order_relaxed); }
 bool rewrite_tracing() { return g_tracing.load(std::memory_order_relaxed) || env::VIZ.value() > 0; }

@@ -118,6 +118,15 @@ BOOST_AUTO_TEST_CASE(passes_are_traced_by_name) {
   BOOST_TEST(ts[0].after == a * var("b"));
   BOOST_TEST(ts[1].name == "nothing");
   BOOST_TEST(ts[1].matches == 0u);
+  // Each rule that fired, with the line that wrote it (add_zero, line 13), in the order they fired.
+  BOOST_TEST_REQUIRE(ts[0].steps.size() == 2u);
+  BOOST_TEST(ts[0].steps[0].where.line == 13);
+  BOOST_TEST(std::string(ts[0].steps[0].where.file).ends_with("test_rewrite.cpp"));
+  BOOST_TEST(ts[0].steps[0].from == a + 0);
+  BOOST_TEST(ts[0].steps[0].to == a);
+  BOOST_TEST(ts[0].steps[1].from == var("b") + 0);
+  BOOST_TEST(ts[1].steps.empty());
+  BOOST_TEST(ts[0].seq < ts[1].seq);
   BOOST_TEST(take_rewrite_traces().empty());
 }
 
