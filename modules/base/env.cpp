@@ -45,6 +45,8 @@ constexpr std::array kVars = {
     VarInfo{
         "INTERP_TC", "",
         "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs"},
+    VarInfo{"VIZ_PORT", "8000", "port of the VIZ viewer on 127.0.0.1"},
+    VarInfo{"VIZ_OUT", "", "with VIZ=1: write the trace to this file at exit instead of serving it (`tg viz FILE`)"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
             "folder with the Fashion-MNIST idx files"},
 };

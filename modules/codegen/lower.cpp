@@ -11,6 +11,7 @@
 #include "base/log.hpp"
 #include "codegen/passes.hpp"
 #include "uop/symbolic.hpp"
+#include "viz/record.hpp"
 
 namespace tg {
 
@@ -152,6 +153,7 @@ UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const Lo
 }
 
 LinearProgram lower_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const LowerOptions& opts) {
+  uint64_t viz_seq = viz::on() ? next_trace_seq() : 0;  // the rewrites after it lower this kernel
   LinearProgram p;
   p.applied_opts = choose_opts(ast, caps, opts);
   if (opts.name.empty())
@@ -197,6 +199,7 @@ LinearProgram lower_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, con
   }
   for (auto& [i, b] : bufs) p.bufs.push_back(b);
   if (env::DEBUG.value() >= 6) debug_log(6, "{}", p.str());
+  if (viz_seq != 0) viz::record_lowered(viz_seq, ast, p);
   return p;
 }
 

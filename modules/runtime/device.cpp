@@ -12,6 +12,7 @@
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "runtime/check.hpp"
+#include "viz/record.hpp"
 
 namespace tg {
 
@@ -75,7 +76,9 @@ std::unique_ptr<sdk::Program> Device::load(std::string_view kernel, std::span<co
   check(impl_->load(kernel, binary, &program), "load", fmt::format("{} loading kernel {}", str(), kernel));
   if (program == nullptr)
     throw DeviceError("load", fmt::format("{} returned no program for {}", str(), kernel));
-  return std::unique_ptr<sdk::Program>(program);
+  std::unique_ptr<sdk::Program> p(program);
+  if (viz::on()) return viz::record_runs(std::move(p), binary);
+  return p;
 }
 
 void Device::synchronize() { check(impl_->synchronize(), "synchronize", str()); }

@@ -19,6 +19,7 @@
 #include "base/log.hpp"
 #include "runtime/device.hpp"
 #include "runtime/stats.hpp"
+#include "viz/record.hpp"
 
 namespace tg {
 
@@ -204,7 +205,8 @@ sdk::Blob compile_and_store(Device& dev, std::string_view source) {
   return binary;
 }
 
-sdk::Blob compile_cached(Device& dev, std::string_view source, bool* from_disk) {
+namespace {
+sdk::Blob lookup_or_compile(Device& dev, std::string_view source, bool* from_disk) {
   if (from_disk != nullptr) *from_disk = false;
   if (DiskCache* cache = program_disk_cache()) {
     try {
@@ -220,6 +222,13 @@ sdk::Blob compile_cached(Device& dev, std::string_view source, bool* from_disk) 
     }
   }
   return compile_and_store(dev, source);
+}
+}  // namespace
+
+sdk::Blob compile_cached(Device& dev, std::string_view source, bool* from_disk) {
+  sdk::Blob b = lookup_or_compile(dev, source, from_disk);
+  if (viz::on()) viz::record_binary(dev.str(), source, b.bytes(), dev.compiler());
+  return b;
 }
 
 }  // namespace tg

@@ -10,6 +10,7 @@
 #include "base/hash.hpp"
 #include "base/log.hpp"
 #include "runtime/disk_cache.hpp"
+#include "viz/record.hpp"
 
 namespace tg {
 
@@ -83,7 +84,7 @@ std::optional<LoweredKernel> parse_lowered(std::string_view record) {
 
 std::optional<LoweredKernel> load_lowered(std::string_view key) {
   DiskCache* cache = program_disk_cache();
-  if (cache == nullptr) return std::nullopt;
+  if (cache == nullptr || viz::on()) return std::nullopt;  // VIZ records every kernel's lowering
   std::optional<std::string> record;
   try {
     record = cache->get_lowered(key);

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "schedule/passes.hpp"
+#include "viz/record.hpp"
 
 namespace tg {
 
@@ -72,6 +73,7 @@ MemoryPlan plan_memory(std::span<const ScheduleItem> items,
     UOpRef storage = new_buffer(first->src(1), shared.sizes[s], first->dtype());
     for (size_t m : members[s]) plan.storage[bufs[m]] = storage;
   }
+  if (viz::on()) viz::record_memory_plan(plan);
   return plan;
 }
 
