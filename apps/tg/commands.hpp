@@ -12,5 +12,6 @@ int env(Args args);
 int demo(Args args);
 int train_mnist(Args args);
 int infer(Args args);
+int viz(Args args);
 
 }  // namespace tg::cli

@@ -21,6 +21,7 @@ constexpr Command kCommands[] = {
     {"env", "list the environment variables tinygrad.cpp reads, with their values", tg::cli::env},
     {"demo", "follow one small computation through schedule, generated source and result", tg::cli::demo},
     {"train-mnist", "train the Fashion-MNIST CNN (--steps --batch --lr --seed --out --data --eval)", tg::cli::train_mnist},
+    {"viz", "serve a trace saved with VIZ=1 VIZ_OUT=FILE on 127.0.0.1 (VIZ_PORT, default 8000)", tg::cli::viz},
     {"infer", "classify Fashion-MNIST test images with a saved model (--model --data --show --eval)", tg::cli::infer},
 };
 
