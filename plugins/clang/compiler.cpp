@@ -1,6 +1,10 @@
 #include "plugins/clang/compiler.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -59,6 +63,35 @@ ClangCompiler::ClangCompiler(std::unique_ptr<Toolchain> toolchain) : toolchain_(
 
 tg::sdk::Status ClangCompiler::compile(std::string_view source, tg::sdk::Blob& binary) noexcept {
   return tg::sdk::guard([&] { return toolchain_->compile(source, binary); });
+}
+
+tg::sdk::Status ClangCompiler::disassemble(std::span<const std::byte> binary, tg::sdk::Blob& text) noexcept {
+  return tg::sdk::guard([&]() -> tg::sdk::Status {
+    auto parsed = read_binary(binary);
+    if (!parsed) return {tg::sdk::Code::invalid_argument, "not a CLANG binary (no TGCL header)"};
+    // The ELF goes to objdump through an inherited memfd: nothing is written to disk.
+    int fd = memfd_create("tg-disasm", 0);
+    if (fd < 0) return {tg::sdk::Code::runtime_error, fmt::format("memfd_create: {}", std::strerror(errno))};
+    auto payload = parsed->second;
+    bool written = write(fd, payload.data(), payload.size()) == static_cast<ssize_t>(payload.size());
+    std::string out;
+    int rc = -1;
+    if (written) {
+      std::string cmd = fmt::format("objdump -d --no-show-raw-insn -M intel /proc/self/fd/{} 2>&1", fd);
+      if (FILE* p = popen(cmd.c_str(), "r")) {
+        std::array<char, 4096> buf;
+        for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+        rc = pclose(p);
+      }
+    }
+    close(fd);
+    if (rc != 0)
+      return {tg::sdk::Code::unavailable, fmt::format("objdump failed (install binutils): {}", out)};
+    // Drop objdump's header lines (the memfd path and format): the code starts at the first section.
+    size_t at = out.find("Disassembly of section");
+    text.assign(at == std::string::npos ? std::string_view(out) : std::string_view(out).substr(at));
+    return {};
+  });
 }
 
 }  // namespace tg::clangdev

@@ -14,6 +14,8 @@ class ClangCompiler final : public tg::sdk::Compiler {
 
   std::string_view cache_key() const noexcept override { return cache_key_; }
   tg::sdk::Status compile(std::string_view source, tg::sdk::Blob& binary) noexcept override;
+  // objdump -d of the ELF inside the binary (binutils comes with every toolchain that builds this).
+  tg::sdk::Status disassemble(std::span<const std::byte> binary, tg::sdk::Blob& text) noexcept override;
 
   const Toolchain& toolchain() const noexcept { return *toolchain_; }
 

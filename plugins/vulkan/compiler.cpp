@@ -2,8 +2,11 @@
 #include "plugins/vulkan/compiler.hpp"
 
 #include <shaderc/shaderc.h>
+#include <spirv-tools/libspirv.h>
 
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -51,6 +54,27 @@ Status ShadercCompiler::compile(std::string_view source, tg::sdk::Blob& binary) 
     const char* bytes = shaderc_result_get_bytes(res.get());
     binary.assign(std::as_bytes(std::span(bytes, shaderc_result_get_length(res.get()))));
     return {};
+  });
+}
+
+Status ShadercCompiler::disassemble(std::span<const std::byte> binary, tg::sdk::Blob& text) noexcept {
+  return tg::sdk::guard([&]() -> Status {
+    if (binary.size() % 4 != 0) return {Code::invalid_argument, "SPIR-V is a whole number of 32-bit words"};
+    std::vector<uint32_t> words(binary.size() / 4);
+    std::memcpy(words.data(), binary.data(), binary.size());
+    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_1);
+    spv_text out = nullptr;
+    spv_diagnostic diag = nullptr;
+    spv_result_t rc = spvBinaryToText(ctx, words.data(), words.size(),
+                                      SPV_BINARY_TO_TEXT_OPTION_INDENT | SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES,
+                                      &out, &diag);
+    Status st;
+    if (rc == SPV_SUCCESS)
+      text.assign(std::string_view(out->str, out->length));
+    else
+      st = {Code::invalid_argument, fmt::format("not valid SPIR-V: {}", diag ? diag->error : "unknown error")};
+    spvTextDestroy(out), spvDiagnosticDestroy(diag), spvContextDestroy(ctx);
+    return st;
   });
 }
 

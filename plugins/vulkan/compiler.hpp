@@ -15,6 +15,8 @@ class ShadercCompiler final : public tg::sdk::Compiler {
 
   std::string_view cache_key() const noexcept override { return cache_key_; }
   tg::sdk::Status compile(std::string_view source, tg::sdk::Blob& binary) noexcept override;
+  // SPIR-V assembly, as spirv-dis prints it (SPIRV-Tools' disassembler, linked with shaderc).
+  tg::sdk::Status disassemble(std::span<const std::byte> binary, tg::sdk::Blob& text) noexcept override;
 
  private:
   void* compiler_ = nullptr;  // shaderc_compiler_t

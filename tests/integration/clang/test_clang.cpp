@@ -397,6 +397,24 @@ BOOST_AUTO_TEST_CASE(same_source_gives_identical_bytes) {
   }
 }
 
+// DEBUG=7 and VIZ show this: objdump's listing of the kernel's machine code, from either binary format.
+BOOST_AUTO_TEST_CASE(disassembles_the_kernel) {
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      auto& comp = device(p).compiler();
+      Blob bin, text;
+      BOOST_TEST_REQUIRE(comp.compile(kAdd, bin).ok());
+      auto s = comp.disassemble(bin.bytes(), text);
+      BOOST_TEST_REQUIRE(s.ok(), s.message());
+      std::string asm_text(text.text());
+      BOOST_TEST(asm_text.find("<add>:") != std::string::npos, asm_text);
+      BOOST_TEST(asm_text.find("ret") != std::string::npos);
+      std::array<std::byte, 32> junk{};
+      BOOST_TEST((comp.disassemble(junk, text).code() == Code::invalid_argument));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(load_rejects_foreign_binaries_and_missing_kernels) {
   for (Path p : paths()) {
     BOOST_TEST_CONTEXT(name(p)) {

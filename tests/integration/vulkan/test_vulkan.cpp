@@ -246,6 +246,19 @@ BOOST_AUTO_TEST_CASE(compile_error_carries_shaderc_log) {
   BOOST_TEST((device().load("main", junk, &p).code() == Code::invalid_argument));
 }
 
+// DEBUG=7 and VIZ show this: the SPIR-V as spirv-dis prints it.
+BOOST_AUTO_TEST_CASE(disassembles_spirv) {
+  Blob bin, text;
+  BOOST_TEST_REQUIRE(device().compiler().compile(kScale, bin).ok());
+  auto s = device().compiler().disassemble(bin.bytes(), text);
+  BOOST_TEST_REQUIRE(s.ok(), s.message());
+  std::string asm_text(text.text());
+  BOOST_TEST(asm_text.find("OpEntryPoint GLCompute %main \"main\"") != std::string::npos, asm_text);
+  BOOST_TEST(asm_text.find("OpFunctionEnd") != std::string::npos);
+  std::vector<std::byte> junk(6, std::byte{1});
+  BOOST_TEST((device().compiler().disassemble(junk, text).code() == Code::invalid_argument));
+}
+
 BOOST_AUTO_TEST_CASE(elementwise_matches_interp) { same_as_interp(elementwise); }
 BOOST_AUTO_TEST_CASE(integer_ops_match_interp) { same_as_interp(int_ops); }
 BOOST_AUTO_TEST_CASE(reduce_matches_interp) { same_as_interp(reduce); }
