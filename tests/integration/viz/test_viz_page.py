@@ -67,7 +67,7 @@ base = f"http://127.0.0.1:{port}/"
 try:
     profile = os.path.join(tmp, "profile")
     dom = chromium(["--dump-dom"], base + "#kernel=0", profile).stdout
-    listed = [text_of(m) for m in re.findall(r'<li class="kernel"[^>]*>(.*?)</li>', dom)]
+    listed = [text_of(m[1]) for m in re.findall(r'<li class="kernel( sel)?"[^>]*>(.*?)</li>', dom)]
     check(listed == names, f"the page lists the demo's kernels in order: {listed}")
     check('data-ready="kernel 0"' in dom, "kernel 0 was shown")
     drawn = len(re.findall(r'<g id="[^"]*" class="node"', dom))
