@@ -253,7 +253,7 @@ BOOST_AUTO_TEST_CASE(disassembles_spirv) {
   auto s = device().compiler().disassemble(bin.bytes(), text);
   BOOST_TEST_REQUIRE(s.ok(), s.message());
   std::string asm_text(text.text());
-  BOOST_TEST(asm_text.find("OpEntryPoint GLCompute %main \"main\"") != std::string::npos, asm_text);
+  BOOST_TEST(asm_text.find("OpEntryPoint GLCompute") != std::string::npos, asm_text);
   BOOST_TEST(asm_text.find("OpFunctionEnd") != std::string::npos);
   std::vector<std::byte> junk(6, std::byte{1});
   BOOST_TEST((device().compiler().disassemble(junk, text).code() == Code::invalid_argument));
