@@ -17,7 +17,7 @@ constexpr std::array kVars = {
     VarInfo{"BEAM", "0", "beam width for kernel optimization search; results cached on disk"},
     VarInfo{"NOOPT", "0", "1 = apply no kernel optimizations"},
     VarInfo{"VIZ", "0", "1 = serve the graph and rewrite viewer on localhost"},
-    VarInfo{"JIT", "1", "0 = run jitted functions eagerly every call"},
+    VarInfo{"JIT", "1", "0 = run jitted functions eagerly every call, 2 = replay kernel by kernel, not as a device graph"},
     VarInfo{"DEV", "", "device to use: NAME[:index][:renderer[:arch]]; NAME=1 (e.g. CLANG=1) is a shorthand"},
     VarInfo{"SPEC", "",
             "1 = check each stage's graph against the IR spec, 0 = never (default: on in debug builds)"},

@@ -84,7 +84,7 @@ const DriverApi* driver_api(std::string* why) {
     TG_BIND(api, lib, cuEventDestroy_v2, &missing), TG_BIND(api, lib, cuGraphCreate, &missing);
     TG_BIND(api, lib, cuGraphAddKernelNode_v2, &missing), TG_BIND(api, lib, cuGraphInstantiateWithFlags, &missing);
     TG_BIND(api, lib, cuGraphLaunch, &missing), TG_BIND(api, lib, cuGraphDestroy, &missing);
-    TG_BIND(api, lib, cuGraphExecDestroy, &missing);
+    TG_BIND(api, lib, cuGraphExecDestroy, &missing), TG_BIND(api, lib, cuGraphExecKernelNodeSetParams_v2, &missing);
     if (!missing.empty())
       error = fmt::format("unavailable: {} has no {}: the NVIDIA driver is too old (CUDA 12.0 or newer needed)", path,
                           missing);

@@ -47,6 +47,7 @@ struct DriverApi {
   TG_CUDA_FN(cuGraphAddKernelNode_v2)
   TG_CUDA_FN(cuGraphInstantiateWithFlags)
   TG_CUDA_FN(cuGraphLaunch)
+  TG_CUDA_FN(cuGraphExecKernelNodeSetParams_v2)
   TG_CUDA_FN(cuGraphDestroy)
   TG_CUDA_FN(cuGraphExecDestroy)
 };

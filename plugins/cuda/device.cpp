@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "plugins/cuda/api.hpp"
 #include "plugins/cuda/compiler.hpp"
 #include "plugins/cuda/renderer.hpp"
+#include "tg/sdk/graph.hpp"
 #include "tg/sdk/plugin.hpp"
 
 namespace tg::cuda {
@@ -157,6 +159,8 @@ class CudaProgram final : public tg::sdk::Program {
     ctx_->cu().cuModuleUnload(module_);
   }
 
+  CUfunction function() const { return fn_; }
+
   Status launch(std::span<const Handle> bufs, std::span<const int64_t> vals, const tg::sdk::LaunchDims& d, bool wait,
                 double* seconds) noexcept override {
     return tg::sdk::guard([&]() -> Status {
@@ -200,6 +204,115 @@ class CudaProgram final : public tg::sdk::Program {
   CUmodule module_;
   CUfunction fn_;
   std::string name_;
+};
+
+// A CUDA graph of kernel nodes in launch order (each depends on the one before), instantiated once; update()
+// rewrites one node's arguments in the executable graph.
+class CudaGraph final : public tg::sdk::LaunchGraph {
+ public:
+  CudaGraph(std::shared_ptr<Context> ctx, std::span<const tg::sdk::GraphLaunch> launches) : ctx_(std::move(ctx)) {
+    const DriverApi& cu = ctx_->cu();
+    ctx_->make_current();
+    Context::throw_if(cu.cuGraphCreate(&graph_, 0), "cuGraphCreate");
+    CUgraphNode prev = nullptr;
+    for (const tg::sdk::GraphLaunch& l : launches) {
+      auto* p = dynamic_cast<CudaProgram*>(l.program);
+      if (p == nullptr) throw std::invalid_argument("a launch's program was not loaded by this CUDA device");
+      Node& n = nodes_.emplace_back(Node{p->function(), {}, {}, {}});
+      set_args(n, l.bufs, l.vals);
+      CUDA_KERNEL_NODE_PARAMS params = node_params(n, l.dims);
+      CUgraphNode node = nullptr;
+      Context::throw_if(cu.cuGraphAddKernelNode_v2(&node, graph_, prev ? &prev : nullptr, prev ? 1 : 0, &params),
+                        "cuGraphAddKernelNode");
+      n.node = node, prev = node;
+    }
+    Context::throw_if(cu.cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiate");
+  }
+  ~CudaGraph() override {
+    ctx_->make_current();
+    if (exec_ != nullptr) ctx_->cu().cuGraphExecDestroy(exec_);
+    ctx_->cu().cuGraphDestroy(graph_);
+  }
+
+  Status update(size_t i, std::span<const Handle> bufs, std::span<const int64_t> vals,
+                const tg::sdk::LaunchDims& dims) noexcept override {
+    return tg::sdk::guard([&]() -> Status {
+      if (i >= nodes_.size()) return {Code::invalid_argument, fmt::format("[CUDA graph] no launch {}", i)};
+      Node& n = nodes_[i];
+      if (bufs.size() != n.ptrs.size() || vals.size() != n.ints.size())
+        return {Code::invalid_argument, fmt::format("[CUDA graph] launch {} was recorded with {} buffers and {} "
+                                                    "values, not {} and {}",
+                                                    i, n.ptrs.size(), n.ints.size(), bufs.size(), vals.size())};
+      set_args(n, bufs, vals);
+      CUDA_KERNEL_NODE_PARAMS params = node_params(n, dims);
+      ctx_->make_current();
+      return cu_status(ctx_->cu().cuGraphExecKernelNodeSetParams_v2(exec_, n.node, &params), "updating a graph node");
+    });
+  }
+
+  Status run(bool wait, double* seconds) noexcept override {
+    ctx_->make_current();
+    const DriverApi& cu = ctx_->cu();
+    CUevent start = nullptr, end = nullptr;
+    if (wait) cu.cuEventCreate(&start, CU_EVENT_DEFAULT), cu.cuEventCreate(&end, CU_EVENT_DEFAULT);
+    if (wait) cu.cuEventRecord(start, ctx_->stream());
+    CUresult r = cu.cuGraphLaunch(exec_, ctx_->stream());
+    if (r == CUDA_SUCCESS && wait) {
+      cu.cuEventRecord(end, ctx_->stream());
+      r = cu.cuEventSynchronize(end);
+      float ms = 0;
+      if (r == CUDA_SUCCESS && seconds != nullptr) cu.cuEventElapsedTime_v2(&ms, start, end), *seconds = ms * 1e-3;
+    }
+    if (wait) cu.cuEventDestroy_v2(start), cu.cuEventDestroy_v2(end);
+    return cu_status(r, "running a graph");
+  }
+
+ private:
+  struct Node {
+    CUfunction fn;
+    std::vector<CUdeviceptr> ptrs;
+    std::vector<long long> ints;
+    std::vector<void*> args;  // pointers into ptrs and ints, as kernelParams wants
+    CUgraphNode node = nullptr;
+  };
+  static void set_args(Node& n, std::span<const Handle> bufs, std::span<const int64_t> vals) {
+    n.ptrs.assign(bufs.size(), 0);
+    for (size_t k = 0; k < bufs.size(); k++) n.ptrs[k] = reinterpret_cast<CUdeviceptr>(bufs[k]);
+    n.ints.assign(vals.begin(), vals.end());
+    n.args.clear();
+    for (CUdeviceptr& p : n.ptrs) n.args.push_back(&p);
+    for (long long& v : n.ints) n.args.push_back(&v);
+  }
+  static CUDA_KERNEL_NODE_PARAMS node_params(Node& n, const tg::sdk::LaunchDims& d) {
+    CUDA_KERNEL_NODE_PARAMS p{};
+    p.func = n.fn;
+    p.gridDimX = d.global[0], p.gridDimY = d.global[1], p.gridDimZ = d.global[2];
+    p.blockDimX = d.local[0], p.blockDimY = d.local[1], p.blockDimZ = d.local[2];
+    p.kernelParams = n.args.data();
+    return p;
+  }
+
+  std::shared_ptr<Context> ctx_;
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+  std::vector<Node> nodes_;
+};
+
+class CudaGraphs final : public tg::sdk::LaunchGraphs {
+ public:
+  explicit CudaGraphs(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
+  Status build(std::span<const tg::sdk::GraphLaunch> launches, tg::sdk::LaunchGraph** out) noexcept override {
+    return tg::sdk::guard([&]() -> Status {
+      for (const tg::sdk::GraphLaunch& l : launches)
+        if (uint64_t(l.dims.global[0]) * l.dims.global[1] * l.dims.global[2] == 0)
+          return tg::sdk::unsupported("[CUDA graph] an empty launch");
+      *out = new CudaGraph(ctx_, launches);
+      return {};
+    });
+  }
+
+ private:
+  std::shared_ptr<Context> ctx_;
 };
 
 ArchLimits limits_of(const Context& c) {
@@ -291,7 +404,8 @@ class CudaDevice final : public tg::sdk::Device {
         limits_(limits_of(*ctx_)),
         allocator_(ctx_),
         compiler_(limits_.sm),
-        renderer_(cuda_caps(limits_)) {
+        renderer_(cuda_caps(limits_)),
+        graphs_(ctx_) {
     char name[256] = {};
     ctx_->cu().cuDeviceGetName(name, sizeof name, ctx_->device());
     int driver = 0;
@@ -306,6 +420,9 @@ class CudaDevice final : public tg::sdk::Device {
   tg::sdk::Renderer& renderer() noexcept override { return renderer_; }
   tg::sdk::Compiler& compiler() noexcept override { return compiler_; }
   std::string_view description() const noexcept override { return description_; }
+  const void* extension(uint32_t id) noexcept override {
+    return id == tg::sdk::kLaunchGraphExtension ? static_cast<const tg::sdk::LaunchGraphs*>(&graphs_) : nullptr;
+  }
 
   Status synchronize() noexcept override {
     ctx_->make_current();
@@ -347,6 +464,7 @@ class CudaDevice final : public tg::sdk::Device {
   CudaAllocator allocator_;
   CudaCompiler compiler_;
   CudaRenderer renderer_;
+  CudaGraphs graphs_;
   std::string description_;
 };
 

@@ -12,6 +12,7 @@
 #include "base/log.hpp"
 #include "runtime/builtins.hpp"
 #include "runtime/interp/program.hpp"
+#include "tg/sdk/graph.hpp"
 
 namespace tg::interp {
 
@@ -124,6 +125,47 @@ class InterpProgram final : public sdk::Program {
   interp::Program p_;
 };
 
+// The reference for graph recording (sdk/graph.hpp): a recorded list of launches, run one by one, so that the
+// JIT's graph replay is exercised wherever INTERP runs.
+class InterpGraph final : public sdk::LaunchGraph {
+ public:
+  explicit InterpGraph(std::span<const sdk::GraphLaunch> launches) {
+    for (const sdk::GraphLaunch& l : launches)
+      launches_.push_back({l.program, {l.bufs.begin(), l.bufs.end()}, {l.vals.begin(), l.vals.end()}, l.dims});
+  }
+  Status update(size_t i, std::span<const Handle> bufs, std::span<const int64_t> vals,
+                const LaunchDims& dims) noexcept override {
+    return guard([&] {
+      Recorded& r = launches_.at(i);
+      if (bufs.size() != r.bufs.size() || vals.size() != r.vals.size())
+        throw ValueError("INTERP", fmt::format("graph launch {}: other argument counts than recorded", i));
+      r.bufs.assign(bufs.begin(), bufs.end()), r.vals.assign(vals.begin(), vals.end()), r.dims = dims;
+    });
+  }
+  Status run(bool wait, double* seconds) noexcept override {
+    Timer t;
+    for (Recorded& r : launches_)
+      if (Status s = r.program->launch(r.bufs, r.vals, r.dims, wait, nullptr); !s.ok()) return s;
+    if (seconds != nullptr) *seconds = t.seconds();
+    return {};
+  }
+
+ private:
+  struct Recorded {
+    sdk::Program* program;
+    std::vector<Handle> bufs;
+    std::vector<int64_t> vals;
+    LaunchDims dims;
+  };
+  std::vector<Recorded> launches_;
+};
+
+struct InterpGraphs final : sdk::LaunchGraphs {
+  Status build(std::span<const sdk::GraphLaunch> launches, sdk::LaunchGraph** out) noexcept override {
+    return guard([&] { *out = new InterpGraph(launches); });
+  }
+};
+
 class InterpDevice final : public Device {
  public:
   static constexpr int32_t priority = 0;  // the last resort among usable devices
@@ -146,11 +188,15 @@ class InterpDevice final : public Device {
   std::string_view description() const noexcept override {
     return "reference interpreter of linear UOps on the host (slow, exact semantics)";
   }
+  const void* extension(uint32_t id) noexcept override {
+    return id == sdk::kLaunchGraphExtension ? static_cast<const sdk::LaunchGraphs*>(&graphs_) : nullptr;
+  }
 
  private:
   InterpAllocator allocator_;
   InterpRenderer renderer_;
   InterpCompiler compiler_;
+  InterpGraphs graphs_;
 };
 
 }  // namespace
