@@ -15,6 +15,7 @@
 
 #include "base/env.hpp"
 #include "plugins/cuda/api.hpp"
+#include "plugins/cuda/renderer.hpp"
 
 namespace tg::cuda {
 
@@ -24,7 +25,8 @@ using tg::sdk::Status;
 namespace {
 
 namespace fs = std::filesystem;
-constexpr char kMagic[8] = {'T', 'G', 'C', 'U', 'D', 'A', '1', '\0'};
+constexpr char kMagic[8] = {'T', 'G', 'C', 'U', 'D', 'A', '2', '\0'};
+constexpr size_t kHeader = sizeof kMagic + 16;  // + the cubin's size and the flags
 
 std::string nvrtc_log(const NvrtcApi& n, nvrtcProgram p) {
   size_t size = 0;
@@ -179,12 +181,13 @@ Status CudaCompiler::compile(std::string_view source, tg::sdk::Blob& binary) noe
     } else {
       return {Code::unavailable, fmt::format("[CUDA compile] {}: install the CUDA toolkit's nvJitLink", why)};
     }
-    std::span<std::byte> out = binary.resize(sizeof kMagic + 8 + cubin.size() + ptx.size());
-    uint64_t cubin_size = cubin.size();
+    std::span<std::byte> out = binary.resize(kHeader + cubin.size() + ptx.size());
+    uint64_t cubin_size = cubin.size(), flags = source.starts_with(kGlobalIdMarker) ? 1 : 0;
     std::memcpy(out.data(), kMagic, sizeof kMagic);
     std::memcpy(out.data() + sizeof kMagic, &cubin_size, 8);
-    std::memcpy(out.data() + sizeof kMagic + 8, cubin.data(), cubin.size());
-    std::memcpy(out.data() + sizeof kMagic + 8 + cubin.size(), ptx.data(), ptx.size());
+    std::memcpy(out.data() + sizeof kMagic + 8, &flags, 8);
+    std::memcpy(out.data() + kHeader, cubin.data(), cubin.size());
+    std::memcpy(out.data() + kHeader + cubin.size(), ptx.data(), ptx.size());
     return {};
   });
 }
@@ -217,13 +220,14 @@ Status CudaCompiler::disassemble(std::span<const std::byte> binary, tg::sdk::Blo
 }
 
 std::optional<CudaBinary> cuda_binary(std::span<const std::byte> binary) {
-  if (binary.size() < sizeof kMagic + 8 || std::memcmp(binary.data(), kMagic, sizeof kMagic) != 0)
-    return std::nullopt;
-  uint64_t n = 0;
+  if (binary.size() < kHeader || std::memcmp(binary.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
+  uint64_t n = 0, flags = 0;
   std::memcpy(&n, binary.data() + sizeof kMagic, 8);
-  if (n > binary.size() - sizeof kMagic - 8) return std::nullopt;
-  std::span<const std::byte> rest = binary.subspan(sizeof kMagic + 8);
-  return CudaBinary{rest.first(n), {reinterpret_cast<const char*>(rest.data() + n), rest.size() - n}};
+  std::memcpy(&flags, binary.data() + sizeof kMagic + 8, 8);
+  if (n > binary.size() - kHeader) return std::nullopt;
+  std::span<const std::byte> rest = binary.subspan(kHeader);
+  return CudaBinary{rest.first(n), {reinterpret_cast<const char*>(rest.data() + n), rest.size() - n},
+                    (flags & 1) != 0};
 }
 
 }  // namespace tg::cuda

@@ -150,16 +150,27 @@ class CudaAllocator final : public tg::sdk::Allocator {
   void* staging_ = nullptr;
 };
 
+// The grid and block of a launch: a global-id kernel (renderer.hpp) spreads global[0] over blocks of
+// kGlobalIdBlock threads and ignores the local sizes; any other runs global blocks of local threads.
+struct Shape3 {
+  unsigned grid[3], block[3];
+};
+Shape3 launch_shape(const tg::sdk::LaunchDims& d, bool global_id) {
+  if (!global_id) return {{d.global[0], d.global[1], d.global[2]}, {d.local[0], d.local[1], d.local[2]}};
+  return {{(d.global[0] + kGlobalIdBlock - 1) / kGlobalIdBlock, d.global[1], d.global[2]}, {kGlobalIdBlock, 1, 1}};
+}
+
 class CudaProgram final : public tg::sdk::Program {
  public:
-  CudaProgram(std::shared_ptr<Context> ctx, CUmodule module, CUfunction fn, std::string name)
-      : ctx_(std::move(ctx)), module_(module), fn_(fn), name_(std::move(name)) {}
+  CudaProgram(std::shared_ptr<Context> ctx, CUmodule module, CUfunction fn, std::string name, bool global_id)
+      : ctx_(std::move(ctx)), module_(module), fn_(fn), name_(std::move(name)), global_id_(global_id) {}
   ~CudaProgram() override {
     ctx_->make_current();
     ctx_->cu().cuModuleUnload(module_);
   }
 
   CUfunction function() const { return fn_; }
+  bool global_id() const { return global_id_; }
 
   Status launch(std::span<const Handle> bufs, std::span<const int64_t> vals, const tg::sdk::LaunchDims& d, bool wait,
                 double* seconds) noexcept override {
@@ -180,7 +191,8 @@ class CudaProgram final : public tg::sdk::Program {
         cu.cuEventCreate(&start, CU_EVENT_DEFAULT), cu.cuEventCreate(&end, CU_EVENT_DEFAULT);
         cu.cuEventRecord(start, ctx_->stream());
       }
-      CUresult r = cu.cuLaunchKernel(fn_, d.global[0], d.global[1], d.global[2], d.local[0], d.local[1], d.local[2], 0,
+      Shape3 sh = launch_shape(d, global_id_);
+      CUresult r = cu.cuLaunchKernel(fn_, sh.grid[0], sh.grid[1], sh.grid[2], sh.block[0], sh.block[1], sh.block[2], 0,
                                      ctx_->stream(), args.data(), nullptr);
       if (r != CUDA_SUCCESS) {
         if (start != nullptr) cu.cuEventDestroy_v2(start), cu.cuEventDestroy_v2(end);
@@ -204,6 +216,7 @@ class CudaProgram final : public tg::sdk::Program {
   CUmodule module_;
   CUfunction fn_;
   std::string name_;
+  bool global_id_;
 };
 
 // A CUDA graph of kernel nodes in launch order (each depends on the one before), instantiated once; update()
@@ -218,7 +231,7 @@ class CudaGraph final : public tg::sdk::LaunchGraph {
     for (const tg::sdk::GraphLaunch& l : launches) {
       auto* p = dynamic_cast<CudaProgram*>(l.program);
       if (p == nullptr) throw std::invalid_argument("a launch's program was not loaded by this CUDA device");
-      Node& n = nodes_.emplace_back(Node{p->function(), {}, {}, {}});
+      Node& n = nodes_.emplace_back(Node{p->function(), p->global_id(), {}, {}, {}});
       set_args(n, l.bufs, l.vals);
       CUDA_KERNEL_NODE_PARAMS params = node_params(n, l.dims);
       CUgraphNode node = nullptr;
@@ -270,6 +283,7 @@ class CudaGraph final : public tg::sdk::LaunchGraph {
  private:
   struct Node {
     CUfunction fn;
+    bool global_id;
     std::vector<CUdeviceptr> ptrs;
     std::vector<long long> ints;
     std::vector<void*> args;  // pointers into ptrs and ints, as kernelParams wants
@@ -286,8 +300,9 @@ class CudaGraph final : public tg::sdk::LaunchGraph {
   static CUDA_KERNEL_NODE_PARAMS node_params(Node& n, const tg::sdk::LaunchDims& d) {
     CUDA_KERNEL_NODE_PARAMS p{};
     p.func = n.fn;
-    p.gridDimX = d.global[0], p.gridDimY = d.global[1], p.gridDimZ = d.global[2];
-    p.blockDimX = d.local[0], p.blockDimY = d.local[1], p.blockDimZ = d.local[2];
+    Shape3 sh = launch_shape(d, n.global_id);
+    p.gridDimX = sh.grid[0], p.gridDimY = sh.grid[1], p.gridDimZ = sh.grid[2];
+    p.blockDimX = sh.block[0], p.blockDimY = sh.block[1], p.blockDimZ = sh.block[2];
     p.kernelParams = n.args.data();
     return p;
   }
@@ -453,7 +468,7 @@ class CudaDevice final : public tg::sdk::Device {
         cu.cuModuleUnload(module);
         return {Code::invalid_argument, fmt::format("[CUDA load] no kernel '{}' in the module: {}", kname, error_name(e))};
       }
-      *out = new CudaProgram(ctx_, module, fn, kname);
+      *out = new CudaProgram(ctx_, module, fn, kname, bin->global_id);
       return {};
     });
   }

@@ -22,6 +22,7 @@ void set_bit(uint64_t* words, int i) { words[i / 64] |= uint64_t{1} << (i % 64);
 bool narrow_float(Scalar s) { return s == Scalar::FLOAT16 || s == Scalar::BFLOAT16; }
 
 constexpr const char* kLaunchBounds = "TG_LAUNCH_BOUNDS";
+constexpr const char* kGidx0 = "TG_GIDX0";
 
 }  // namespace
 
@@ -142,6 +143,7 @@ std::string CudaRenderer::render_special(const UOp& special) const {
   int dim = n.empty() ? -1 : n.back() - '0';
   const char* axis[] = {"x", "y", "z"};
   std::string t = type_name(special.dtype());
+  if (n == "gidx0") return fmt::format("(({}){})", t, kGidx0);  // blockIdx.x, or a global id: see render()
   if (dim >= 0 && dim < 3 && n.starts_with("gidx")) return fmt::format("(({})blockIdx.{})", t, axis[dim]);
   if (dim >= 0 && dim < 3 && n.starts_with("lidx")) return fmt::format("(({})threadIdx.{})", t, axis[dim]);
   return CStyleRenderer::render_special(special);
@@ -260,6 +262,25 @@ tg::sdk::Status CudaRenderer::render(std::string_view name, std::span<const UOp*
     std::string text(source.text());
     size_t at = text.find(kLaunchBounds);
     text.replace(at, std::strlen(kLaunchBounds) + 1, local ? fmt::format("__launch_bounds__({}) ", threads) : "");
+    // Without local ids or barriers a block of one thread would waste 31 lanes of each warp: gidx0 becomes a
+    // global id over blocks of kGlobalIdBlock threads, the ones past its size return, and the marker tells the
+    // compiler (and so the launch) to size the grid that way.
+    const UOp* gidx0 = nullptr;
+    bool barrier = false;
+    for (const UOp* u : uops) {
+      if (u->op() == Ops::SPECIAL && u->arg_as<std::string>() == "gidx0") gidx0 = u;
+      barrier = barrier || u->op() == Ops::BARRIER;
+    }
+    bool global_id = gidx0 != nullptr && !local && !barrier && gidx0->src(0)->is_const();
+    for (size_t p; (p = text.find(kGidx0)) != std::string::npos;)
+      text.replace(p, std::strlen(kGidx0), global_id ? "(blockIdx.x*blockDim.x+threadIdx.x)" : "blockIdx.x");
+    if (global_id) {
+      int64_t n = std::visit([](auto v) { return static_cast<int64_t>(v); }, *gidx0->src(0)->const_value());
+      size_t decl = text.find(" gidx0 = ");
+      size_t eol = text.find('\n', decl);
+      text.insert(eol + 1, fmt::format("  if (gidx0 >= {}) return;\n", n));
+      text.insert(0, kGlobalIdMarker);
+    }
     source.assign(text);
   });
 }

@@ -24,6 +24,11 @@ tg::sdk::RendererCaps cuda_caps(const ArchLimits& l);
 // fragment layout of the PTX ISA: lane = 4 * groupID + threadID_in_group.
 tg::sdk::TensorCore mma_m16n8k16(Scalar in);
 
+// The first line of a kernel whose gidx0 is a global index (blockIdx.x * blockDim.x + threadIdx.x): it has
+// no local ids or barriers, and is launched over blocks of kGlobalIdBlock threads instead of blocks of one.
+inline constexpr const char* kGlobalIdMarker = "// tg: gidx0 is a global id\n";
+inline constexpr uint32_t kGlobalIdBlock = 128;
+
 class CudaRenderer final : public tg::sdk::CStyleRenderer {
  public:
   explicit CudaRenderer(const tg::sdk::RendererCaps& caps);

@@ -119,6 +119,30 @@ BOOST_AUTO_TEST_CASE(tensor_cores_are_inline_mma_sync) {
   BOOST_TEST(std::string(bin.text()).find(".version 7.8") != std::string::npos);
 }
 
+// A kernel without local ids runs its first launch axis as a global id over 128-thread blocks, the threads
+// past the end returning; one with local ids (the tensor-core kernel above) keeps blockIdx.
+BOOST_AUTO_TEST_CASE(kernels_without_local_ids_use_global_ids) {
+  using namespace tg;
+  auto dev = target("sm_90");
+  BOOST_REQUIRE(dev);
+  auto idx = [](int64_t v) { return UOp::const_(dtypes::index, ConstValue{v}); };
+  UOpRef out = UOp::make(Ops::DEFINE_GLOBAL, dtypes::float32.ptr(AddrSpace::GLOBAL, 1000), {}, int64_t{0});
+  UOpRef in = UOp::make(Ops::DEFINE_GLOBAL, dtypes::float32.ptr(AddrSpace::GLOBAL, 1000), {}, int64_t{1});
+  UOpRef r = UOp::range(idx(1000), 0);
+  UOpRef x = UOp::make(Ops::LOAD, dtypes::float32, {UOp::make(Ops::INDEX, in->dtype(), {in, r})});
+  UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, r}), x + 1.0});
+  LinearProgram p = lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}), dev->renderer().caps(),
+                                 LowerOptions{.name = "add_one", .opts = std::vector<Opt>{}});
+  sdk::Blob src;
+  check(dev->renderer().render(p.name, p.view(), src), "render", p.name);
+  std::string text(src.text());
+  BOOST_TEST(text.starts_with("// tg: gidx0 is a global id"), text);
+  BOOST_TEST(text.find("(blockIdx.x*blockDim.x+threadIdx.x)") != std::string::npos, text);
+  BOOST_TEST(text.find("if (gidx0 >= 1000) return;") != std::string::npos, text);
+  std::string tc = render_tc_matmul(*dev, 0, Scalar::FLOAT16);
+  BOOST_TEST(tc.find("blockIdx.x*blockDim.x") == std::string::npos, tc);
+}
+
 BOOST_AUTO_TEST_CASE(sm75_refuses_the_tensor_core_by_name) {
   auto dev = target("sm_75");
   BOOST_REQUIRE(dev);
