@@ -225,7 +225,8 @@ std::string CStyleRenderer::render_local(const UOp& def, const std::string& name
 std::string CStyleRenderer::render_wmma(const UOp& wmma, const std::string& a, const std::string& b,
                                         const std::string& c) const {
   (void)wmma, (void)a, (void)b, (void)c;
-  throw NotSupportedError("render", fmt::format("the '{}' renderer has no tensor core (WMMA)", caps_.dialect));
+  throw NotSupportedError("render",
+                          fmt::format("the '{}' renderer has no tensor core (WMMA)", caps_.dialect));
 }
 
 std::string CStyleRenderer::barrier() const {

@@ -66,9 +66,9 @@ struct NvrtcApi {
   TG_CUDA_FN(nvrtcGetCUBINSize)
   TG_CUDA_FN(nvrtcGetCUBIN)
   TG_CUDA_FN(nvrtcGetErrorString)
-  std::string path;                  // the library that was opened
-  int major = 0, minor = 0;          // nvrtcVersion
-  std::string include_dir;           // the toolkit's include folder beside it, when there is one
+  std::string path;          // the library that was opened
+  int major = 0, minor = 0;  // nvrtcVersion
+  std::string include_dir;   // the toolkit's include folder beside it, when there is one
 };
 
 struct JitLinkApi {

@@ -39,8 +39,8 @@ class Context {
     int count = 0;
     cu_->cuDeviceGetCount(&count);
     if (index < 0 || index >= count)
-      throw std::runtime_error(fmt::format("no CUDA device {}: this machine has {} (CUDA:0 to CUDA:{})", index, count,
-                                           count - 1));
+      throw std::runtime_error(
+          fmt::format("no CUDA device {}: this machine has {} (CUDA:0 to CUDA:{})", index, count, count - 1));
     throw_if(cu_->cuDeviceGet(&dev_, index), "cuDeviceGet");
     throw_if(cu_->cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain");
     make_current();
@@ -98,8 +98,8 @@ class CudaAllocator final : public tg::sdk::Allocator {
       size_t n = std::min(src.size() - done, kStaging);
       if (Status s = stage(); !s.ok()) return s;
       std::memcpy(staging_, src.data() + done, n);
-      if (Status s = cu_status(ctx_->cu().cuMemcpyHtoDAsync_v2(reinterpret_cast<CUdeviceptr>(dst) + done, staging_,
-                                                                n, ctx_->stream()),
+      if (Status s = cu_status(ctx_->cu().cuMemcpyHtoDAsync_v2(reinterpret_cast<CUdeviceptr>(dst) + done,
+                                                               staging_, n, ctx_->stream()),
                                "copyin");
           !s.ok())
         return s;
@@ -115,8 +115,8 @@ class CudaAllocator final : public tg::sdk::Allocator {
     for (size_t done = 0; done < dst.size();) {
       size_t n = std::min(dst.size() - done, kStaging);
       if (Status s = stage(); !s.ok()) return s;
-      if (Status s = cu_status(ctx_->cu().cuMemcpyDtoHAsync_v2(staging_, reinterpret_cast<CUdeviceptr>(src) + done,
-                                                                n, ctx_->stream()),
+      if (Status s = cu_status(ctx_->cu().cuMemcpyDtoHAsync_v2(
+                                   staging_, reinterpret_cast<CUdeviceptr>(src) + done, n, ctx_->stream()),
                                "copyout");
           !s.ok())
         return s;
@@ -133,9 +133,10 @@ class CudaAllocator final : public tg::sdk::Allocator {
   }
   Status transfer(Handle dst, Handle src, size_t nbytes) noexcept override {
     ctx_->make_current();
-    return cu_status(ctx_->cu().cuMemcpyDtoDAsync_v2(reinterpret_cast<CUdeviceptr>(dst),
-                                                     reinterpret_cast<CUdeviceptr>(src), nbytes, ctx_->stream()),
-                     "transfer");
+    return cu_status(
+        ctx_->cu().cuMemcpyDtoDAsync_v2(reinterpret_cast<CUdeviceptr>(dst),
+                                        reinterpret_cast<CUdeviceptr>(src), nbytes, ctx_->stream()),
+        "transfer");
   }
 
  private:
@@ -157,7 +158,8 @@ struct Shape3 {
 };
 Shape3 launch_shape(const tg::sdk::LaunchDims& d, bool global_id) {
   if (!global_id) return {{d.global[0], d.global[1], d.global[2]}, {d.local[0], d.local[1], d.local[2]}};
-  return {{(d.global[0] + kGlobalIdBlock - 1) / kGlobalIdBlock, d.global[1], d.global[2]}, {kGlobalIdBlock, 1, 1}};
+  return {{(d.global[0] + kGlobalIdBlock - 1) / kGlobalIdBlock, d.global[1], d.global[2]},
+          {kGlobalIdBlock, 1, 1}};
 }
 
 class CudaProgram final : public tg::sdk::Program {
@@ -172,15 +174,16 @@ class CudaProgram final : public tg::sdk::Program {
   CUfunction function() const { return fn_; }
   bool global_id() const { return global_id_; }
 
-  Status launch(std::span<const Handle> bufs, std::span<const int64_t> vals, const tg::sdk::LaunchDims& d, bool wait,
-                double* seconds) noexcept override {
+  Status launch(std::span<const Handle> bufs, std::span<const int64_t> vals, const tg::sdk::LaunchDims& d,
+                bool wait, double* seconds) noexcept override {
     return tg::sdk::guard([&]() -> Status {
       ctx_->make_current();
       const DriverApi& cu = ctx_->cu();
       std::vector<CUdeviceptr> ptrs(bufs.size());
       std::vector<long long> ints(vals.begin(), vals.end());
       std::vector<void*> args;
-      for (size_t i = 0; i < bufs.size(); i++) ptrs[i] = reinterpret_cast<CUdeviceptr>(bufs[i]), args.push_back(&ptrs[i]);
+      for (size_t i = 0; i < bufs.size(); i++)
+        ptrs[i] = reinterpret_cast<CUdeviceptr>(bufs[i]), args.push_back(&ptrs[i]);
       for (long long& v : ints) args.push_back(&v);
       if (uint64_t(d.global[0]) * d.global[1] * d.global[2] == 0) {
         if (wait && seconds != nullptr) *seconds = 0;
@@ -192,20 +195,23 @@ class CudaProgram final : public tg::sdk::Program {
         cu.cuEventRecord(start, ctx_->stream());
       }
       Shape3 sh = launch_shape(d, global_id_);
-      CUresult r = cu.cuLaunchKernel(fn_, sh.grid[0], sh.grid[1], sh.grid[2], sh.block[0], sh.block[1], sh.block[2], 0,
-                                     ctx_->stream(), args.data(), nullptr);
+      CUresult r = cu.cuLaunchKernel(fn_, sh.grid[0], sh.grid[1], sh.grid[2], sh.block[0], sh.block[1],
+                                     sh.block[2], 0, ctx_->stream(), args.data(), nullptr);
       if (r != CUDA_SUCCESS) {
         if (start != nullptr) cu.cuEventDestroy_v2(start), cu.cuEventDestroy_v2(end);
-        Code c = r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? Code::invalid_argument
-                                                                                           : Code::runtime_error;
-        return {c, fmt::format("[CUDA launch] {} with grid ({},{},{}) block ({},{},{}): {}", name_, d.global[0],
-                               d.global[1], d.global[2], d.local[0], d.local[1], d.local[2], error_name(r))};
+        Code c = r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+                     ? Code::invalid_argument
+                     : Code::runtime_error;
+        return {c,
+                fmt::format("[CUDA launch] {} with grid ({},{},{}) block ({},{},{}): {}", name_, d.global[0],
+                            d.global[1], d.global[2], d.local[0], d.local[1], d.local[2], error_name(r))};
       }
       if (!wait) return {};
       cu.cuEventRecord(end, ctx_->stream());
       r = cu.cuEventSynchronize(end);
       float ms = 0;
-      if (r == CUDA_SUCCESS && seconds != nullptr) cu.cuEventElapsedTime_v2(&ms, start, end), *seconds = ms * 1e-3;
+      if (r == CUDA_SUCCESS && seconds != nullptr)
+        cu.cuEventElapsedTime_v2(&ms, start, end), *seconds = ms * 1e-3;
       cu.cuEventDestroy_v2(start), cu.cuEventDestroy_v2(end);
       return cu_status(r, fmt::format("running {}", name_));
     });
@@ -223,7 +229,8 @@ class CudaProgram final : public tg::sdk::Program {
 // rewrites one node's arguments in the executable graph.
 class CudaGraph final : public tg::sdk::LaunchGraph {
  public:
-  CudaGraph(std::shared_ptr<Context> ctx, std::span<const tg::sdk::GraphLaunch> launches) : ctx_(std::move(ctx)) {
+  CudaGraph(std::shared_ptr<Context> ctx, std::span<const tg::sdk::GraphLaunch> launches)
+      : ctx_(std::move(ctx)) {
     const DriverApi& cu = ctx_->cu();
     ctx_->make_current();
     Context::throw_if(cu.cuGraphCreate(&graph_, 0), "cuGraphCreate");
@@ -235,8 +242,9 @@ class CudaGraph final : public tg::sdk::LaunchGraph {
       set_args(n, l.bufs, l.vals);
       CUDA_KERNEL_NODE_PARAMS params = node_params(n, l.dims);
       CUgraphNode node = nullptr;
-      Context::throw_if(cu.cuGraphAddKernelNode_v2(&node, graph_, prev ? &prev : nullptr, prev ? 1 : 0, &params),
-                        "cuGraphAddKernelNode");
+      Context::throw_if(
+          cu.cuGraphAddKernelNode_v2(&node, graph_, prev ? &prev : nullptr, prev ? 1 : 0, &params),
+          "cuGraphAddKernelNode");
       n.node = node, prev = node;
     }
     Context::throw_if(cu.cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiate");
@@ -253,13 +261,15 @@ class CudaGraph final : public tg::sdk::LaunchGraph {
       if (i >= nodes_.size()) return {Code::invalid_argument, fmt::format("[CUDA graph] no launch {}", i)};
       Node& n = nodes_[i];
       if (bufs.size() != n.ptrs.size() || vals.size() != n.ints.size())
-        return {Code::invalid_argument, fmt::format("[CUDA graph] launch {} was recorded with {} buffers and {} "
-                                                    "values, not {} and {}",
-                                                    i, n.ptrs.size(), n.ints.size(), bufs.size(), vals.size())};
+        return {Code::invalid_argument,
+                fmt::format("[CUDA graph] launch {} was recorded with {} buffers and {} "
+                            "values, not {} and {}",
+                            i, n.ptrs.size(), n.ints.size(), bufs.size(), vals.size())};
       set_args(n, bufs, vals);
       CUDA_KERNEL_NODE_PARAMS params = node_params(n, dims);
       ctx_->make_current();
-      return cu_status(ctx_->cu().cuGraphExecKernelNodeSetParams_v2(exec_, n.node, &params), "updating a graph node");
+      return cu_status(ctx_->cu().cuGraphExecKernelNodeSetParams_v2(exec_, n.node, &params),
+                       "updating a graph node");
     });
   }
 
@@ -274,7 +284,8 @@ class CudaGraph final : public tg::sdk::LaunchGraph {
       cu.cuEventRecord(end, ctx_->stream());
       r = cu.cuEventSynchronize(end);
       float ms = 0;
-      if (r == CUDA_SUCCESS && seconds != nullptr) cu.cuEventElapsedTime_v2(&ms, start, end), *seconds = ms * 1e-3;
+      if (r == CUDA_SUCCESS && seconds != nullptr)
+        cu.cuEventElapsedTime_v2(&ms, start, end), *seconds = ms * 1e-3;
     }
     if (wait) cu.cuEventDestroy_v2(start), cu.cuEventDestroy_v2(end);
     return cu_status(r, "running a graph");
@@ -335,7 +346,8 @@ ArchLimits limits_of(const Context& c) {
   l.sm = c.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
          c.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   l.max_threads = static_cast<uint32_t>(c.attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
-  const CUdevice_attribute block[] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+  const CUdevice_attribute block[] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                                      CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
                                       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z},
                            grid[] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
                                      CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
@@ -377,8 +389,8 @@ class CudaTarget final : public tg::sdk::Device {
   std::string_view description() const noexcept override { return description_; }
   Status synchronize() noexcept override { return {}; }
   Status load(std::string_view name, std::span<const std::byte>, tg::sdk::Program**) noexcept override {
-    return tg::sdk::unavailable(fmt::format("[CUDA load] {}: compile-only sm_{} target, no GPU to run on", name,
-                                            compiler_.sm()));
+    return tg::sdk::unavailable(
+        fmt::format("[CUDA load] {}: compile-only sm_{} target, no GPU to run on", name, compiler_.sm()));
   }
 
  private:
@@ -410,7 +422,8 @@ class CudaDevice final : public tg::sdk::Device {
   static tg::sdk::Device* compile_only(std::string_view arch) {
     std::optional<int> sm = parse_arch(arch);
     if (!sm) throw std::runtime_error(fmt::format("'{}' is not a CUDA arch (sm_80, sm_90, ...)", arch));
-    if (*sm < 75) throw std::runtime_error(fmt::format("sm_{} is older than the oldest supported arch, sm_75", *sm));
+    if (*sm < 75)
+      throw std::runtime_error(fmt::format("sm_{} is older than the oldest supported arch, sm_75", *sm));
     return new CudaTarget(*sm);
   }
 
@@ -436,7 +449,8 @@ class CudaDevice final : public tg::sdk::Device {
   tg::sdk::Compiler& compiler() noexcept override { return compiler_; }
   std::string_view description() const noexcept override { return description_; }
   const void* extension(uint32_t id) noexcept override {
-    return id == tg::sdk::kLaunchGraphExtension ? static_cast<const tg::sdk::LaunchGraphs*>(&graphs_) : nullptr;
+    return id == tg::sdk::kLaunchGraphExtension ? static_cast<const tg::sdk::LaunchGraphs*>(&graphs_)
+                                                : nullptr;
   }
 
   Status synchronize() noexcept override {
@@ -444,7 +458,8 @@ class CudaDevice final : public tg::sdk::Device {
     return cu_status(ctx_->cu().cuStreamSynchronize(ctx_->stream()), "synchronize");
   }
 
-  Status load(std::string_view name, std::span<const std::byte> binary, tg::sdk::Program** out) noexcept override {
+  Status load(std::string_view name, std::span<const std::byte> binary,
+              tg::sdk::Program** out) noexcept override {
     return tg::sdk::guard([&]() -> Status {
       auto bin = cuda_binary(binary);
       if (!bin) return {Code::invalid_argument, "[CUDA load] not a binary made by the CUDA compiler"};
@@ -456,17 +471,19 @@ class CudaDevice final : public tg::sdk::Device {
         std::string ptx(bin->ptx);
         CUresult r2 = cu.cuModuleLoadData(&module, ptx.c_str());
         if (r2 != CUDA_SUCCESS) {
-          std::string hint = r2 == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ? ": the driver is older than the PTX; update it"
-                                                                      : "";
-          return {Code::invalid_argument, fmt::format("[CUDA load] {}: cubin refused ({}), PTX refused ({}){}", name,
-                                                      error_name(r), error_name(r2), hint)};
+          std::string hint =
+              r2 == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ? ": the driver is older than the PTX; update it" : "";
+          return {Code::invalid_argument,
+                  fmt::format("[CUDA load] {}: cubin refused ({}), PTX refused ({}){}", name, error_name(r),
+                              error_name(r2), hint)};
         }
       }
       CUfunction fn = nullptr;
       std::string kname(name);
       if (CUresult e = cu.cuModuleGetFunction(&fn, module, kname.c_str()); e != CUDA_SUCCESS) {
         cu.cuModuleUnload(module);
-        return {Code::invalid_argument, fmt::format("[CUDA load] no kernel '{}' in the module: {}", kname, error_name(e))};
+        return {Code::invalid_argument,
+                fmt::format("[CUDA load] no kernel '{}' in the module: {}", kname, error_name(e))};
       }
       *out = new CudaProgram(ctx_, module, fn, kname, bin->global_id);
       return {};

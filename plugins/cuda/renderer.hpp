@@ -13,10 +13,10 @@ namespace tg::cuda {
 // sm_80 on, the f16 and bf16 tensor cores. sm is 10 * major + minor (80 for sm_80).
 struct ArchLimits {
   int sm = 80;
-  uint32_t max_threads = 1024;              // per block
+  uint32_t max_threads = 1024;  // per block
   uint32_t block_dims[3] = {1024, 1024, 64};
   uint32_t grid_dims[3] = {2147483647u, 65535, 65535};
-  uint32_t shared_bytes = 48 * 1024;        // static __shared__ per block
+  uint32_t shared_bytes = 48 * 1024;  // static __shared__ per block
 };
 tg::sdk::RendererCaps cuda_caps(const ArchLimits& l);
 

@@ -131,7 +131,8 @@ class InterpGraph final : public sdk::LaunchGraph {
  public:
   explicit InterpGraph(std::span<const sdk::GraphLaunch> launches) {
     for (const sdk::GraphLaunch& l : launches)
-      launches_.push_back({l.program, {l.bufs.begin(), l.bufs.end()}, {l.vals.begin(), l.vals.end()}, l.dims});
+      launches_.push_back(
+          {l.program, {l.bufs.begin(), l.bufs.end()}, {l.vals.begin(), l.vals.end()}, l.dims});
   }
   Status update(size_t i, std::span<const Handle> bufs, std::span<const int64_t> vals,
                 const LaunchDims& dims) noexcept override {
