@@ -19,6 +19,7 @@
 #include "runtime/check.hpp"
 #include "runtime/stats.hpp"
 #include "schedule/schedule.hpp"
+#include "tensor/gradient.hpp"
 #include "tensor/realize.hpp"
 #include "tg/sdk/graph.hpp"
 
@@ -233,7 +234,10 @@ struct Jit::Impl {
       if (!outs[i].defined()) throw ValueError("jit", fmt::format("output {} is undefined", i));
     Tensor::realize_all(outs);
     std::vector<Tensor> plain;
-    for (const Tensor& t : outs) plain.emplace_back(t.uop(), t.device(), t.holds());
+    for (const Tensor& t : outs) {
+      if (!t.is_leaf()) forget_graph(t.uop());  // replays rewrite the buffer: it has no graph to go back to
+      plain.emplace_back(t.uop(), t.device(), t.holds());
+    }
     return plain;
   }
 
