@@ -152,6 +152,10 @@ class ZeProgram final : public tg::sdk::Program {
         return bad(r, fmt::format("groups ({},{},{})", d.global[0], d.global[1], d.global[2]));
       }
       if (Status s = ctx_->submit(list, fmt::format("running {}", name_)); !s.ok() || !wait) return s;
+      if (ts.event == nullptr) {  // no timestamp event could be made: wait for the queue, time unknown
+        if (seconds != nullptr) *seconds = 0;
+        return ctx_->synchronize();
+      }
       if (Status s =
               ze_status(ze.zeEventHostSynchronize(ts.event, UINT64_MAX), fmt::format("running {}", name_));
           !s.ok())
