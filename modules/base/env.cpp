@@ -51,6 +51,7 @@ constexpr std::array kVars = {
         "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
             "folder with the Fashion-MNIST idx files"},
+    VarInfo{"TG_LIBZE", "", "the Level Zero loader the LEVEL_ZERO device opens (default: libze_loader.so.1)"},
 };
 }  // namespace
 
