@@ -150,8 +150,10 @@ const Toolchain* toolchain(std::string* why) {
           "libraries) or ROCm, or set TG_HIP_CLANG";
       return;
     }
-    t.clang = clang;
-    fs::path bin = fs::canonical(clang, ec).parent_path();
+    // Run from its real folder, so the driver finds its own lld there rather than an older one on PATH.
+    fs::path real = fs::canonical(clang, ec);
+    t.clang = ec ? clang : real.string();
+    fs::path bin = fs::path(t.clang).parent_path();
     t.objdump = (bin / "llvm-objdump").string(), t.llvm_as = (bin / "llvm-as").string();
     std::string out;
     if (run({clang, "--version"}, &out) != 0) {
