@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -26,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Targets clang 15 knows that ROCm 5.2's device libraries predate: their one missing file,
-// oclc_isa_version_<x>.bc, holds nothing but the ISA version constant, so it is made from that number.
+// oclc_isa_version_<x>.bc, holds nothing but the ISA version constant, so it is made with that number.
 constexpr const char* kBeyondLibs[] = {"gfx1100", "gfx1101", "gfx1102", "gfx1103"};
 
 // Runs argv, returning its exit status and what it printed (stdout and stderr).
@@ -93,20 +94,23 @@ std::string read_file(const fs::path& p) {
   return s.str();
 }
 
-// oclc_isa_version_<x>.bc for an arch the device libraries lack, assembled once by llvm-as.
+// oclc_isa_version_<x>.bc for an arch the device libraries lack: one of theirs (so the data layout and
+// linkage match) with its version number replaced, through llvm-dis and llvm-as, once per user.
 std::string synthesized_isa_bitcode(const Toolchain& t, const Arch& a) {
   static std::mutex mu;
   std::lock_guard lock(mu);
   fs::path bc = scratch_dir() / fmt::format("oclc_isa_version_{}.bc", a.name.substr(3));
   if (fs::exists(bc)) return bc.string();
+  fs::path model = fs::path(t.device_libs) / "oclc_isa_version_1030.bc";
+  std::string ir, out;
+  if (run({t.llvm_dis, model.string(), "-o", "-"}, &ir) != 0)
+    throw std::runtime_error(
+        fmt::format("[HIP compile] {} cannot read {}: {}", t.llvm_dis, model.string(), ir));
+  static const std::regex version(R"(constant i32 [0-9]+)");
+  ir = std::regex_replace(ir, version, fmt::format("constant i32 {}", a.isa_version));
   fs::path ll = fs::path(bc).replace_extension(fmt::format("{}.ll", getpid()));
-  std::ofstream(ll) << fmt::format(
-      "target triple = \"amdgcn-amd-amdhsa\"\n"
-      "@__oclc_ISA_version = linkonce_odr protected local_unnamed_addr addrspace(4) constant i32 {}, align "
-      "4\n",
-      a.isa_version);
   fs::path tmp = fs::path(bc).replace_extension(fmt::format("{}.bc", getpid()));
-  std::string out;
+  std::ofstream(ll) << ir;
   int rc = run({t.llvm_as, ll.string(), "-o", tmp.string()}, &out);
   fs::remove(ll);
   if (rc != 0)
@@ -155,6 +159,7 @@ const Toolchain* toolchain(std::string* why) {
     t.clang = ec ? clang : real.string();
     fs::path bin = fs::path(t.clang).parent_path();
     t.objdump = (bin / "llvm-objdump").string(), t.llvm_as = (bin / "llvm-as").string();
+    t.llvm_dis = (bin / "llvm-dis").string();
     std::string out;
     if (run({clang, "--version"}, &out) != 0) {
       error = fmt::format("{} --version failed: {}", clang, out);

@@ -24,9 +24,9 @@ std::optional<Arch> parse_arch(std::string_view name);
 
 // The toolchain found on this machine: a clang with the AMDGPU backend and the device libraries.
 struct Toolchain {
-  std::string clang, objdump, llvm_as;  // llvm-objdump and llvm-as from clang's own bin folder
-  std::string version;                  // clang's first --version line
-  std::string device_libs;              // the folder with ocml.bc, ockl.bc, oclc_*.bc
+  std::string clang, objdump, llvm_as, llvm_dis;  // the llvm tools from clang's own bin folder
+  std::string version;                            // clang's first --version line
+  std::string device_libs;                        // the folder with ocml.bc, ockl.bc, oclc_*.bc
 };
 // Found once per process (TG_HIP_CLANG, TG_ROCM_DEVICE_LIBS, else ROCm's and Debian's places); null with
 // what is missing and how to install it.

@@ -146,6 +146,20 @@ BOOST_AUTO_TEST_CASE(code_objects_are_v4_elf_for_the_arch) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(each_arch_links_its_isa_version) {
+  // The device libraries read __oclc_ISA_version; gfx1100's is made by the plugin (ROCm 5.2 lacks the file).
+  // 9010 = 0x2332 from ROCm's oclc_isa_version_90a.bc, 11000 = 0x2af8 as ROCm 5.3 on ships it.
+  const char* src = R"(extern "C" __attribute__((constant)) const int __oclc_ISA_version;
+extern "C" __attribute__((global)) void k(int* out) { out[0] = __oclc_ISA_version; })";
+  for (auto [arch, imm] : {std::pair{"gfx90a", "0x2332"}, std::pair{"gfx1100", "0x2af8"}}) {
+    auto dev = target(arch);
+    BOOST_REQUIRE(dev);
+    tg::sdk::Blob bin;
+    std::string isa = compile(*dev, src, &bin);
+    BOOST_TEST(isa.find(imm) != std::string::npos, arch << ":\n" << isa);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(mfma_on_cdna) {
   auto dev = target("gfx90a");
   BOOST_REQUIRE(dev);
