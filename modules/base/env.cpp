@@ -48,10 +48,18 @@ constexpr std::array kVars = {
             "cuobjdump the CUDA device disassembles with (default: PATH, the toolkit, the wheel)"},
     VarInfo{
         "INTERP_TC", "",
-        "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs"},
+        "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs; "
+        "hip_mfma / hip_wmma the same for AMD's v_mfma_f32_16x16x16f16 (CDNA) / v_wmma_f32_16x16x16_f16 "
+        "(RDNA3)"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
             "folder with the Fashion-MNIST idx files"},
     VarInfo{"TG_LIBZE", "", "the Level Zero loader the LEVEL_ZERO device opens (default: libze_loader.so.1)"},
+    VarInfo{"TG_LIBAMDHIP64", "",
+            "the HIP runtime library the HIP device opens (default: libamdhip64.so.6/.5)"},
+    VarInfo{"TG_HIP_CLANG", "",
+            "clang the HIP device compiles with (default: ROCm's, else clang-18 down to clang-15)"},
+    VarInfo{"TG_ROCM_DEVICE_LIBS", "",
+            "folder of the ROCm device libraries' bitcode (ocml.bc, ockl.bc, oclc_*.bc)"},
 };
 }  // namespace
 

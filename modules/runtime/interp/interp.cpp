@@ -84,8 +84,14 @@ class InterpRenderer final : public Renderer {
     std::string tc = env::get("INTERP_TC");
     if (tc == "cuda") {
       c.tensor_core_count = 1, c.tensor_cores[0] = cuda_mma_m16n8k16();
+    } else if (tc == "hip_mfma") {
+      c.tensor_core_count = 1, c.tensor_cores[0] = hip_mfma_16x16x16();
+    } else if (tc == "hip_wmma") {
+      c.tensor_core_count = 1, c.tensor_cores[0] = hip_wmma_16x16x16();
     } else if (!tc.empty()) {
-      throw ValueError("INTERP", fmt::format("INTERP_TC={} is not a tensor core INTERP knows (cuda)", tc));
+      throw ValueError(
+          "INTERP",
+          fmt::format("INTERP_TC={} is not a tensor core INTERP knows (cuda, hip_mfma, hip_wmma)", tc));
     }
     return c;
   }
@@ -212,6 +218,39 @@ sdk::TensorCore cuda_mma_m16n8k16() {
   const uint8_t a[] = {L + 2, L + 3, L + 4, E + 1, E + 0, L + 0, L + 1, E + 2};  // rows (m), then columns (k)
   const uint8_t b[] = {E + 0, L + 0, L + 1, E + 1, L + 2, L + 3, L + 4};         // rows (k), then columns (n)
   const uint8_t c[] = {L + 2, L + 3, L + 4, E + 1, E + 0, L + 0, L + 1};         // rows (m), then columns (n)
+  std::copy(std::begin(a), std::end(a), tc.a_bits);
+  std::copy(std::begin(b), std::end(b), tc.b_bits);
+  std::copy(std::begin(c), std::end(c), tc.c_bits);
+  return tc;
+}
+
+sdk::TensorCore hip_mfma_16x16x16() {
+  // 64 lanes (AMD's matrix instruction calculator): A[i][k] is element k % 4 of lane i + 16 * (k / 4),
+  // B[k][j] element k % 4 of lane j + 16 * (k / 4), D[i][j] element i % 4 of lane j + 16 * (i / 4).
+  constexpr uint8_t L = sdk::TensorCore::kLaneBit, E = sdk::TensorCore::kElemBit;
+  sdk::TensorCore tc;
+  tc.m = 16, tc.n = 16, tc.k = 16, tc.threads = 64;
+  tc.in = static_cast<uint8_t>(Scalar::FLOAT16), tc.acc = static_cast<uint8_t>(Scalar::FLOAT32);
+  const uint8_t a[] = {L + 0, L + 1, L + 2, L + 3, E + 0, E + 1, L + 4, L + 5};  // rows (m), then columns (k)
+  const uint8_t b[] = {E + 0, E + 1, L + 4, L + 5, L + 0, L + 1, L + 2, L + 3};  // rows (k), then columns (n)
+  const uint8_t c[] = {E + 0, E + 1, L + 4, L + 5, L + 0, L + 1, L + 2, L + 3};  // rows (m), then columns (n)
+  std::copy(std::begin(a), std::end(a), tc.a_bits);
+  std::copy(std::begin(b), std::end(b), tc.b_bits);
+  std::copy(std::begin(c), std::end(c), tc.c_bits);
+  return tc;
+}
+
+sdk::TensorCore hip_wmma_16x16x16() {
+  // 32 lanes (RDNA3 ISA; the HIP plugin fetches each lane's other 8 halves from lane ^ 16): A[i][k] is
+  // element k % 8 of lane i + 16 * (k / 8), B[k][j] likewise with j, D[i][j] element i / 2 of lane
+  // j + 16 * (i % 2).
+  constexpr uint8_t L = sdk::TensorCore::kLaneBit, E = sdk::TensorCore::kElemBit;
+  sdk::TensorCore tc;
+  tc.m = 16, tc.n = 16, tc.k = 16, tc.threads = 32;
+  tc.in = static_cast<uint8_t>(Scalar::FLOAT16), tc.acc = static_cast<uint8_t>(Scalar::FLOAT32);
+  const uint8_t a[] = {L + 0, L + 1, L + 2, L + 3, E + 0, E + 1, E + 2, L + 4};  // rows (m), then columns (k)
+  const uint8_t b[] = {E + 0, E + 1, E + 2, L + 4, L + 0, L + 1, L + 2, L + 3};  // rows (k), then columns (n)
+  const uint8_t c[] = {L + 4, E + 0, E + 1, E + 2, L + 0, L + 1, L + 2, L + 3};  // rows (m), then columns (n)
   std::copy(std::begin(a), std::end(a), tc.a_bits);
   std::copy(std::begin(b), std::end(b), tc.b_bits);
   std::copy(std::begin(c), std::end(c), tc.c_bits);
