@@ -14,6 +14,7 @@
 #include "plugins/cuda/compiler.hpp"
 #include "plugins/cuda/renderer.hpp"
 #include "tg/sdk/graph.hpp"
+#include "tg/sdk/host_memory.hpp"
 #include "tg/sdk/plugin.hpp"
 
 namespace tg::cuda {
@@ -360,24 +361,6 @@ ArchLimits limits_of(const Context& c) {
 
 // A target with no device: the renderer and compiler of sm_XX, host memory so tensors can be built, and no
 // way to load a program.
-class HostMemory final : public tg::sdk::Allocator {
- public:
-  Status alloc(size_t nbytes, const tg::sdk::AllocOptions&, Handle* out) noexcept override {
-    *out = std::aligned_alloc(256, (std::max<size_t>(nbytes, 1) + 255) / 256 * 256);
-    return *out != nullptr ? Status{} : Status{Code::out_of_memory, "host memory"};
-  }
-  void free(Handle buf, size_t, const tg::sdk::AllocOptions&) noexcept override { std::free(buf); }
-  Status copyin(Handle dst, std::span<const std::byte> src) noexcept override {
-    std::memcpy(dst, src.data(), src.size());
-    return {};
-  }
-  Status copyout(std::span<std::byte> dst, Handle src) noexcept override {
-    std::memcpy(dst.data(), src, dst.size());
-    return {};
-  }
-  size_t alignment() const noexcept override { return 256; }
-};
-
 class CudaTarget final : public tg::sdk::Device {
  public:
   explicit CudaTarget(int sm) : compiler_(sm), renderer_(cuda_caps(ArchLimits{.sm = sm})) {
@@ -394,7 +377,7 @@ class CudaTarget final : public tg::sdk::Device {
   }
 
  private:
-  HostMemory memory_;
+  tg::sdk::HostMemory memory_;
   CudaCompiler compiler_;
   CudaRenderer renderer_;
   std::string description_;

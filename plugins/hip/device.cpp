@@ -11,6 +11,7 @@
 #include "plugins/hip/api.hpp"
 #include "plugins/hip/compiler.hpp"
 #include "plugins/hip/renderer.hpp"
+#include "tg/sdk/host_memory.hpp"
 #include "tg/sdk/plugin.hpp"
 
 namespace tg::hip {
@@ -193,24 +194,6 @@ ArchLimits limits_of(const Context& c, std::string* name, size_t* memory) {
 
 // A target with no device: the renderer and compiler of one gfx arch, host memory so tensors can be built,
 // and no way to load a program.
-class HostMemory final : public tg::sdk::Allocator {
- public:
-  Status alloc(size_t nbytes, const tg::sdk::AllocOptions&, Handle* out) noexcept override {
-    *out = std::aligned_alloc(256, (std::max<size_t>(nbytes, 1) + 255) / 256 * 256);
-    return *out != nullptr ? Status{} : Status{Code::out_of_memory, "host memory"};
-  }
-  void free(Handle buf, size_t, const tg::sdk::AllocOptions&) noexcept override { std::free(buf); }
-  Status copyin(Handle dst, std::span<const std::byte> src) noexcept override {
-    std::memcpy(dst, src.data(), src.size());
-    return {};
-  }
-  Status copyout(std::span<std::byte> dst, Handle src) noexcept override {
-    std::memcpy(dst.data(), src, dst.size());
-    return {};
-  }
-  size_t alignment() const noexcept override { return 256; }
-};
-
 class HipTarget final : public tg::sdk::Device {
  public:
   explicit HipTarget(const Arch& arch) : compiler_(arch), renderer_(hip_caps(ArchLimits{.arch = arch})) {
@@ -227,7 +210,7 @@ class HipTarget final : public tg::sdk::Device {
   }
 
  private:
-  HostMemory memory_;
+  tg::sdk::HostMemory memory_;
   HipCompiler compiler_;
   HipRenderer renderer_;
   std::string description_;

@@ -13,6 +13,7 @@
 #include "plugins/cl/opencl_renderer.hpp"
 #include "plugins/cl/spirv/spirv_compiler.hpp"
 #include "plugins/level_zero/context.hpp"
+#include "tg/sdk/host_memory.hpp"
 #include "tg/sdk/plugin.hpp"
 
 namespace tg::level_zero {
@@ -204,25 +205,6 @@ class ZeProgram final : public tg::sdk::Program {
   std::mutex mu_;
 };
 
-// Host memory so tensors can be built on a compile-only target; nothing can be loaded.
-class HostMemory final : public tg::sdk::Allocator {
- public:
-  Status alloc(size_t nbytes, const tg::sdk::AllocOptions&, Handle* out) noexcept override {
-    *out = std::aligned_alloc(256, (std::max<size_t>(nbytes, 1) + 255) / 256 * 256);
-    return *out != nullptr ? Status{} : Status{Code::out_of_memory, "host memory"};
-  }
-  void free(Handle buf, size_t, const tg::sdk::AllocOptions&) noexcept override { std::free(buf); }
-  Status copyin(Handle dst, std::span<const std::byte> src) noexcept override {
-    std::memcpy(dst, src.data(), src.size());
-    return {};
-  }
-  Status copyout(std::span<std::byte> dst, Handle src) noexcept override {
-    std::memcpy(dst.data(), src, dst.size());
-    return {};
-  }
-  size_t alignment() const noexcept override { return 256; }
-};
-
 tg::sdk::RendererCaps caps_of(const tg::opencl::OpenCLLimits& l) {
   tg::sdk::RendererCaps c = tg::opencl::opencl_caps(l, "opencl");
   tg::spirv::limit_caps(c);
@@ -247,7 +229,7 @@ class ZeTarget final : public tg::sdk::Device {
 
  private:
   std::string arch_;
-  HostMemory memory_;
+  tg::sdk::HostMemory memory_;
   tg::spirv::SpirvCompiler compiler_;
   tg::opencl::OpenCLRenderer renderer_;
   std::string description_;
