@@ -44,9 +44,15 @@ constexpr std::array kVars = {
     VarInfo{"TG_CUOBJDUMP", "", "cuobjdump the CUDA device disassembles with (default: PATH, the toolkit, the wheel)"},
     VarInfo{
         "INTERP_TC", "",
-        "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs"},
+        "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs; "
+        "metal = Metal's simdgroup 8x8 matrices (half in, float sums)"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
             "folder with the Fashion-MNIST idx files"},
+    VarInfo{"TG_METAL_FRAMEWORK", "/System/Library/Frameworks/Metal.framework/Metal",
+            "the Metal.framework binary the METAL device opens (macOS)"},
+    VarInfo{"TG_METAL_CLANG", "clang++",
+            "clang the METAL compile-only target type-checks kernels with (a syntax check, not Apple's "
+            "compiler)"},
 };
 }  // namespace
 

@@ -13,6 +13,8 @@ sdk::RendererCaps interp_caps();
 // CUDA's mma.sync.m16n8k16 with half inputs and float accumulators (the PTX ISA's fragment layouts): the
 // tensor core INTERP declares with INTERP_TC=cuda, to try the TC opt without the hardware.
 sdk::TensorCore cuda_mma_m16n8k16();
+// Metal's simdgroup 8x8 matrices (half in, float sums): INTERP_TC=metal.
+sdk::TensorCore metal_simdgroup_8x8();
 // A new INTERP device; the caller owns it.
 sdk::Device* create_interp_device();
 
