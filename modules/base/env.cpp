@@ -50,7 +50,7 @@ constexpr std::array kVars = {
         "INTERP_TC", "",
         "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs; "
         "hip_mfma / hip_wmma the same for AMD's v_mfma_f32_16x16x16f16 (CDNA) / v_wmma_f32_16x16x16_f16 "
-        "(RDNA3)"},
+        "(RDNA3); metal = Metal's simdgroup 8x8 matrices (half in, float sums)"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
             "folder with the Fashion-MNIST idx files"},
     VarInfo{"TG_LIBZE", "", "the Level Zero loader the LEVEL_ZERO device opens (default: libze_loader.so.1)"},
@@ -60,6 +60,11 @@ constexpr std::array kVars = {
             "clang the HIP device compiles with (default: ROCm's, else clang-18 down to clang-15)"},
     VarInfo{"TG_ROCM_DEVICE_LIBS", "",
             "folder of the ROCm device libraries' bitcode (ocml.bc, ockl.bc, oclc_*.bc)"},
+    VarInfo{"TG_METAL_FRAMEWORK", "/System/Library/Frameworks/Metal.framework/Metal",
+            "the Metal.framework binary the METAL device opens (macOS)"},
+    VarInfo{"TG_METAL_CLANG", "clang++",
+            "clang the METAL compile-only target type-checks kernels with (a syntax check, not Apple's "
+            "compiler)"},
 };
 }  // namespace
 

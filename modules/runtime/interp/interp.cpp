@@ -88,10 +88,12 @@ class InterpRenderer final : public Renderer {
       c.tensor_core_count = 1, c.tensor_cores[0] = hip_mfma_16x16x16();
     } else if (tc == "hip_wmma") {
       c.tensor_core_count = 1, c.tensor_cores[0] = hip_wmma_16x16x16();
+    } else if (tc == "metal") {
+      c.tensor_core_count = 1, c.tensor_cores[0] = metal_simdgroup_8x8();
     } else if (!tc.empty()) {
       throw ValueError(
           "INTERP",
-          fmt::format("INTERP_TC={} is not a tensor core INTERP knows (cuda, hip_mfma, hip_wmma)", tc));
+          fmt::format("INTERP_TC={} is not a tensor core INTERP knows (cuda, hip_mfma, hip_wmma, metal)", tc));
     }
     return c;
   }
@@ -254,6 +256,20 @@ sdk::TensorCore hip_wmma_16x16x16() {
   std::copy(std::begin(a), std::end(a), tc.a_bits);
   std::copy(std::begin(b), std::end(b), tc.b_bits);
   std::copy(std::begin(c), std::end(c), tc.c_bits);
+  return tc;
+}
+
+sdk::TensorCore metal_simdgroup_8x8() {
+  // Each of the 32 threads holds two neighbouring columns of one row of every 8x8 tile:
+  // row = 4*lane[4] + 2*lane[2] + lane[1], column = 4*lane[3] + 2*lane[0] + element; A, B and C alike.
+  constexpr uint8_t L = sdk::TensorCore::kLaneBit, E = sdk::TensorCore::kElemBit;
+  sdk::TensorCore tc;
+  tc.m = 8, tc.n = 8, tc.k = 8, tc.threads = 32;
+  tc.in = static_cast<uint8_t>(Scalar::FLOAT16), tc.acc = static_cast<uint8_t>(Scalar::FLOAT32);
+  const uint8_t layout[] = {L + 1, L + 2, L + 4, E + 0, L + 0, L + 3};  // row bits, then column bits
+  std::copy(std::begin(layout), std::end(layout), tc.a_bits);
+  std::copy(std::begin(layout), std::end(layout), tc.b_bits);
+  std::copy(std::begin(layout), std::end(layout), tc.c_bits);
   return tc;
 }
 

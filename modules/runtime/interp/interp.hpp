@@ -17,6 +17,8 @@ sdk::TensorCore cuda_mma_m16n8k16();
 // inputs and float sums, in the layouts the HIP plugin declares: INTERP_TC=hip_mfma and INTERP_TC=hip_wmma.
 sdk::TensorCore hip_mfma_16x16x16();
 sdk::TensorCore hip_wmma_16x16x16();
+// Metal's simdgroup 8x8 matrices (half in, float sums): INTERP_TC=metal.
+sdk::TensorCore metal_simdgroup_8x8();
 // A new INTERP device; the caller owns it.
 sdk::Device* create_interp_device();
 
