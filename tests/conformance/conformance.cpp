@@ -323,8 +323,8 @@ std::string summary() {
                      s.target.plugin_path.empty() ? " (built-in)" : " (" + s.target.plugin_path + ")");
   if (s.target.compile_only)
     out << fmt::format(
-        "mode: compile-only for {} (every kernel compiled by the plugin's toolchain; none ran)\n",
-        s.target.arch);
+        "mode: compile-only for {}: every kernel went through the target's compiler ({}); none ran\n",
+        s.target.arch, device().description());
   if (!s.target.manifest_path.empty()) out << fmt::format("manifest: {}\n", s.target.manifest_path);
   out << fmt::format("{:<10} {:>7} {:>7} {:>12} {:>6} {:>6}\n", "area", "passed", "failed", "unsupported", "xfail",
                      "xpass");
