@@ -264,6 +264,15 @@ Status CStyleRenderer::render(std::string_view name, std::span<const UOp* const>
   }
 }
 
+int64_t CStyleRenderer::local_threads(std::span<const UOp* const> uops) {
+  int64_t threads = 0;
+  for (const UOp* u : uops)
+    if (u->op() == Ops::SPECIAL && u->arg_as<std::string>().starts_with("lidx") && u->src(0)->is_const())
+      threads = std::max<int64_t>(threads, 1) *
+                std::visit([](auto v) { return static_cast<int64_t>(v); }, *u->src(0)->const_value());
+  return threads;
+}
+
 std::string CStyleRenderer::render_source(std::string_view name, std::span<const UOp* const> uops) const {
   CKernel k;
   k.name = std::string(name);

@@ -265,13 +265,8 @@ tg::sdk::Status CudaRenderer::render(std::string_view name, std::span<const UOp*
   return tg::sdk::guard([&] {
     // A kernel that reads local ids runs blocks of exactly the product of their sizes, which bounds its
     // registers; one without them may run any block size (every thread does the same work), so it has none.
-    int64_t threads = 1;
-    bool local = false;
-    for (const UOp* u : uops)
-      if (u->op() == Ops::SPECIAL && u->arg_as<std::string>().starts_with("lidx") && u->src(0)->is_const()) {
-        local = true;
-        threads *= std::visit([](auto v) { return static_cast<int64_t>(v); }, *u->src(0)->const_value());
-      }
+    int64_t threads = local_threads(uops);
+    bool local = threads > 0;
     std::string text(source.text());
     size_t at = text.find(kLaunchBounds);
     text.replace(at, std::strlen(kLaunchBounds) + 1,

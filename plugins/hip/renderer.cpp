@@ -247,16 +247,11 @@ tg::sdk::Status HipRenderer::render(std::string_view name, std::span<const UOp* 
   return tg::sdk::guard([&] {
     // A kernel that reads local ids runs workgroups of exactly the product of their sizes, which bounds its
     // registers; one without them may run any size up to the limit.
-    int64_t threads = 1;
-    bool local = false;
-    for (const UOp* u : uops)
-      if (u->op() == Ops::SPECIAL && u->arg_as<std::string>().starts_with("lidx") && u->src(0)->is_const()) {
-        local = true;
-        threads *= std::visit([](auto v) { return static_cast<int64_t>(v); }, *u->src(0)->const_value());
-      }
+    int64_t threads = local_threads(uops);
     std::string text(source.text());
     size_t at = text.find(kFlatWorkGroup);
-    text.replace(at, std::strlen(kFlatWorkGroup), std::to_string(local ? threads : caps_.max_local_size));
+    text.replace(at, std::strlen(kFlatWorkGroup),
+                 std::to_string(threads > 0 ? threads : caps_.max_local_size));
     source.assign(text);
   });
 }
