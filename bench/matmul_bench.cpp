@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   DType dt = dtype == "half" ? dtypes::float16 : dtypes::float32;
   // Small integers and halves: every product and sum is exact in half inputs and float sums.
   std::vector<float> av(n * n), bv(n * n);
-  for (int64_t i = 0; i < n * n; i++) av[i] = static_cast<float>((i * 7) % 5) - 2, bv[i] = static_cast<float>((i * 3) % 7) * 0.5f - 1.5f;
+  for (int64_t i = 0; i < n * n; i++)
+    av[i] = static_cast<float>((i * 7) % 5) - 2, bv[i] = static_cast<float>((i * 3) % 7) * 0.5f - 1.5f;
   Tensor a = Tensor(av, {n, n}, dt, device).realize(), b = Tensor(bv, {n, n}, dt, device).realize();
   Device& dev = tg::device(device);
   Tensor c = a.matmul(b).realize();  // compiles
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     for (int64_t x = 0; x < n; x++) want += double(av[i * n + x]) * bv[x * n + j];
     err = std::max(err, std::abs(got[i * n + j] - want) / std::max(1.0, std::abs(want)));
   }
-  fmt::print("matmul {} {} {}: {:.3f} ms, {:.0f} GFLOPS, max rel err {:.2g}\n", n, dtype, dev.str(), best * 1e3,
-             2.0 * n * n * n / best * 1e-9, err);
+  fmt::print("matmul {} {} {}: {:.3f} ms, {:.0f} GFLOPS, max rel err {:.2g}\n", n, dtype, dev.str(),
+             best * 1e3, 2.0 * n * n * n / best * 1e-9, err);
   return err < (dt == dtypes::float16 ? 2e-3 : 1e-4) ? 0 : 1;
 }

@@ -17,7 +17,9 @@ constexpr std::array kVars = {
     VarInfo{"BEAM", "0", "beam width for kernel optimization search; results cached on disk"},
     VarInfo{"NOOPT", "0", "1 = apply no kernel optimizations"},
     VarInfo{"VIZ", "0", "1 = serve the graph and rewrite viewer on localhost"},
-    VarInfo{"JIT", "1", "0 = run jitted functions eagerly every call"},
+    VarInfo{
+        "JIT", "1",
+        "0 = run jitted functions eagerly every call, 2 = replay kernel by kernel, not as a device graph"},
     VarInfo{"DEV", "", "device to use: NAME[:index][:renderer[:arch]]; NAME=1 (e.g. CLANG=1) is a shorthand"},
     VarInfo{"SPEC", "",
             "1 = check each stage's graph against the IR spec, 0 = never (default: on in debug builds)"},
@@ -39,16 +41,32 @@ constexpr std::array kVars = {
     VarInfo{"TG_VULKAN_STAGING", "0",
             "1 = VULKAN copies through staging buffers even when device memory is host-visible"},
     VarInfo{"TG_LIBCUDA", "", "the NVIDIA driver library the CUDA device opens (default: libcuda.so.1)"},
-    VarInfo{"TG_NVRTC", "", "libnvrtc the CUDA device compiles with (default: the toolkit's, found by the loader)"},
+    VarInfo{"TG_NVRTC", "",
+            "libnvrtc the CUDA device compiles with (default: the toolkit's, found by the loader)"},
     VarInfo{"TG_NVJITLINK", "", "libnvJitLink the CUDA device assembles PTX with (default: the toolkit's)"},
-    VarInfo{"TG_CUOBJDUMP", "", "cuobjdump the CUDA device disassembles with (default: PATH, the toolkit, the wheel)"},
+    VarInfo{"TG_CUOBJDUMP", "",
+            "cuobjdump the CUDA device disassembles with (default: PATH, the toolkit, the wheel)"},
     VarInfo{
         "INTERP_TC", "",
-        "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs"},
+        "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs; "
+        "hip_mfma / hip_wmma the same for AMD's v_mfma_f32_16x16x16f16 (CDNA) / v_wmma_f32_16x16x16_f16 "
+        "(RDNA3); metal = Metal's simdgroup 8x8 matrices (half in, float sums)"},
     VarInfo{"VIZ_PORT", "8000", "port of the VIZ viewer on 127.0.0.1"},
     VarInfo{"VIZ_OUT", "", "with VIZ=1: write the trace to this file at exit instead of serving it (`tg viz FILE`)"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
             "folder with the Fashion-MNIST idx files"},
+    VarInfo{"TG_LIBZE", "", "the Level Zero loader the LEVEL_ZERO device opens (default: libze_loader.so.1)"},
+    VarInfo{"TG_LIBAMDHIP64", "",
+            "the HIP runtime library the HIP device opens (default: libamdhip64.so.6/.5)"},
+    VarInfo{"TG_HIP_CLANG", "",
+            "clang the HIP device compiles with (default: ROCm's, else clang-18 down to clang-15)"},
+    VarInfo{"TG_ROCM_DEVICE_LIBS", "",
+            "folder of the ROCm device libraries' bitcode (ocml.bc, ockl.bc, oclc_*.bc)"},
+    VarInfo{"TG_METAL_FRAMEWORK", "/System/Library/Frameworks/Metal.framework/Metal",
+            "the Metal.framework binary the METAL device opens (macOS)"},
+    VarInfo{"TG_METAL_CLANG", "clang++",
+            "clang the METAL compile-only target type-checks kernels with (a syntax check, not Apple's "
+            "compiler)"},
 };
 }  // namespace
 

@@ -225,7 +225,8 @@ std::string CStyleRenderer::render_local(const UOp& def, const std::string& name
 std::string CStyleRenderer::render_wmma(const UOp& wmma, const std::string& a, const std::string& b,
                                         const std::string& c) const {
   (void)wmma, (void)a, (void)b, (void)c;
-  throw NotSupportedError("render", fmt::format("the '{}' renderer has no tensor core (WMMA)", caps_.dialect));
+  throw NotSupportedError("render",
+                          fmt::format("the '{}' renderer has no tensor core (WMMA)", caps_.dialect));
 }
 
 std::string CStyleRenderer::barrier() const {
@@ -261,6 +262,15 @@ Status CStyleRenderer::render(std::string_view name, std::span<const UOp* const>
   } catch (const std::exception& e) {
     return {Code::runtime_error, e.what()};
   }
+}
+
+int64_t CStyleRenderer::local_threads(std::span<const UOp* const> uops) {
+  int64_t threads = 0;
+  for (const UOp* u : uops)
+    if (u->op() == Ops::SPECIAL && u->arg_as<std::string>().starts_with("lidx") && u->src(0)->is_const())
+      threads = std::max<int64_t>(threads, 1) *
+                std::visit([](auto v) { return static_cast<int64_t>(v); }, *u->src(0)->const_value());
+  return threads;
 }
 
 std::string CStyleRenderer::render_source(std::string_view name, std::span<const UOp* const> uops) const {

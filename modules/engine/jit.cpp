@@ -19,7 +19,9 @@
 #include "runtime/check.hpp"
 #include "runtime/stats.hpp"
 #include "schedule/schedule.hpp"
+#include "tensor/gradient.hpp"
 #include "tensor/realize.hpp"
+#include "tg/sdk/graph.hpp"
 
 namespace tg {
 
@@ -94,6 +96,7 @@ Tensor rebind(const Tensor& t, const Values& values) {
 
 // One captured launch, ready to replay: handles of bound buffers filled in, input arguments patched per call.
 struct Launch {
+  Device* device = nullptr;  // where the program runs
   std::string name;
   std::shared_ptr<sdk::Program> program;  // null for a copy
   std::vector<std::shared_ptr<Buffer>> buffers;
@@ -111,6 +114,9 @@ struct Capture {
   std::vector<Tensor> outputs;
   std::vector<int> output_input;  // output i is input j's buffer (-1: its own)
   JitInfo info;
+  // The whole replay as one recorded list on a device that offers it (sdk/graph.hpp); tried once.
+  std::unique_ptr<sdk::LaunchGraph> graph;
+  bool graph_tried = false;
 };
 
 // What the planner knows of one buffer of the capture.
@@ -228,7 +234,10 @@ struct Jit::Impl {
       if (!outs[i].defined()) throw ValueError("jit", fmt::format("output {} is undefined", i));
     Tensor::realize_all(outs);
     std::vector<Tensor> plain;
-    for (const Tensor& t : outs) plain.emplace_back(t.uop(), t.device(), t.holds());
+    for (const Tensor& t : outs) {
+      if (!t.is_leaf()) forget_graph(t.uop());  // replays rewrite the buffer: it has no graph to go back to
+      plain.emplace_back(t.uop(), t.device(), t.holds());
+    }
     return plain;
   }
 
@@ -281,6 +290,7 @@ struct Jit::Impl {
     std::unordered_map<int64_t, std::shared_ptr<Buffer>> placed = plan_intermediates(uses, c.info);
     for (CapturedLaunch& l : log.launches) {
       Launch& r = c.launches.emplace_back();
+      r.device = l.buffers.empty() ? nullptr : &l.buffers[0]->device();
       r.name = std::move(l.name), r.program = std::move(l.program), r.vars = std::move(l.vars),
       r.vals = std::move(l.vals), r.dims = l.dims, r.dims_at = std::move(l.dims_at);
       for (size_t a = 0; a < l.buffer_ids.size(); a++) {
@@ -303,6 +313,42 @@ struct Jit::Impl {
     return c;
   }
 
+  static void run_one(Launch& l) {
+    if (!l.program) {  // a copy
+      std::vector<std::byte> bytes(l.buffers[1]->nbytes());
+      l.buffers[1]->copyout(bytes);
+      l.buffers[0]->copyin(bytes);
+      return;
+    }
+    double seconds = 0;
+    check(l.program->launch(l.handles, l.vals, l.dims, true, &seconds), "launch", l.name);
+    count_stat(Stat::launched);
+    debug_log(2, "jit    {:<20} {:>10.2f} us", l.name, seconds * 1e6);
+  }
+
+  // Records the capture's launches as one graph when they are all kernels of one device that offers graphs
+  // (JIT=2 turns graphs off, as in tinygrad); null when they cannot be.
+  static std::unique_ptr<sdk::LaunchGraph> make_graph(Capture& c) {
+    if (env::JIT.value() >= 2 || c.launches.empty()) return nullptr;
+    Device* dev = c.launches[0].device;
+    std::vector<sdk::GraphLaunch> list;
+    for (const Launch& l : c.launches) {
+      if (!l.program || l.device != dev) return nullptr;
+      list.push_back({l.program.get(), l.handles, l.vals, l.dims});
+    }
+    auto* graphs = static_cast<const sdk::LaunchGraphs*>(dev->plugin().extension(sdk::kLaunchGraphExtension));
+    if (graphs == nullptr) return nullptr;
+    sdk::LaunchGraph* g = nullptr;
+    sdk::Status s = const_cast<sdk::LaunchGraphs*>(graphs)->build(list, &g);
+    if (!s.ok()) {
+      debug_log(1, "jit: {} cannot record the replay as a graph: {}", dev->str(), s.message());
+      return nullptr;
+    }
+    debug_log(1, "jit: replaying {} kernels as one graph on {}", list.size(), dev->str());
+    c.info.graph = true;
+    return std::unique_ptr<sdk::LaunchGraph>(g);
+  }
+
   static std::vector<Tensor> replay(Capture& c, std::span<const Tensor> inputs, const Values& values) {
     Timer t;
     std::vector<std::shared_ptr<Buffer>> in;
@@ -313,16 +359,19 @@ struct Jit::Impl {
         for (size_t v = 0; v < l.vars.size(); v++) l.vals[v] = values.at(l.vars[v]);
         if (l.dims_at) l.dims = l.dims_at(l.vals);
       }
-      if (l.program) {
-        double seconds = 0;
-        check(l.program->launch(l.handles, l.vals, l.dims, true, &seconds), "launch", l.name);
-        count_stat(Stat::launched);
-        debug_log(2, "jit    {:<20} {:>10.2f} us", l.name, seconds * 1e6);
-      } else {
-        std::vector<std::byte> bytes(l.buffers[1]->nbytes());
-        l.buffers[1]->copyout(bytes);
-        l.buffers[0]->copyin(bytes);
-      }
+    }
+    if (!c.graph_tried) c.graph = make_graph(c), c.graph_tried = true;
+    if (c.graph) {  // the launches that read inputs or variables get this call's arguments, then one run
+      for (size_t k = 0; k < c.launches.size(); k++)
+        if (const Launch& l = c.launches[k]; !l.input_args.empty() || !l.vars.empty())
+          check(c.graph->update(k, l.handles, l.vals, l.dims), "launch", l.name);
+      double seconds = 0;
+      check(c.graph->run(env::DEBUG >= 2, &seconds), "launch", "graph");
+      count_stat(Stat::launched, c.launches.size());
+      debug_log(2, "jit    graph of {} kernels {:>10.2f} us", c.launches.size(), seconds * 1e6);
+    }
+    for (Launch& l : c.launches) {
+      if (!c.graph) run_one(l);
       for (auto [a, i] : l.input_args) l.buffers[a] = nullptr;
     }
     debug_log(1, "jit: replayed {} kernels in {:.3f} ms", c.launches.size(), t.seconds() * 1e3);

@@ -38,6 +38,7 @@ struct JitInfo {
   int64_t intermediate_bytes = 0;  // buffers only the captured kernels use, one allocation each
   int64_t planned_bytes = 0;       // the same after sharing memory by lifetime
   size_t intermediates = 0, planned_buffers = 0;  // buffers before and after sharing
+  bool graph = false;  // replays run as one recorded graph of the device (sdk/graph.hpp; JIT=2 turns it off)
 };
 
 class Jit {

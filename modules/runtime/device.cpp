@@ -70,7 +70,8 @@ std::unique_ptr<sdk::Program> Device::load(std::string_view kernel, std::span<co
   if (env::DEBUG >= 7) {  // every program passes here, compiled now or read from the disk cache
     sdk::Blob text;
     sdk::Status s = impl_->compiler().disassemble(binary, text);
-    debug_log(7, "{} {} disassembly:\n{}", str(), kernel, s.ok() ? std::string(text.text()) : fmt::format("none: {}", s.message()));
+    debug_log(7, "{} {} disassembly:\n{}", str(), kernel,
+              s.ok() ? std::string(text.text()) : fmt::format("none: {}", s.message()));
   }
   sdk::Program* program = nullptr;
   check(impl_->load(kernel, binary, &program), "load", fmt::format("{} loading kernel {}", str(), kernel));

@@ -10,11 +10,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <boost/dll/library_info.hpp>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
 #include "base/log.hpp"
+#include "runtime/elf.hpp"
 
 namespace tg::runtime {
 
@@ -43,14 +43,6 @@ std::string_view dlerror_of(std::string_view what) {
   return what.substr(start + key.size(), end - start - key.size());
 }
 
-bool has_elf_magic(const fs::path& p) {
-  char magic[4] = {};
-  std::ifstream in(p, std::ios::binary);
-  return in.read(magic, sizeof magic) && std::memcmp(magic,
-                                                     "\x7f"
-                                                     "ELF",
-                                                     4) == 0;
-}
 }  // namespace
 
 std::optional<AliasName> parse_alias(std::string_view alias) {
@@ -89,24 +81,16 @@ PluginFile inspect_plugin(const std::string& path) {
   if (ec) return fail("no such file");
   f.path = canon.string();
   if (!fs::is_regular_file(canon)) return fail("not a regular file");
-  if (!has_elf_magic(canon)) return fail(fmt::format("{}not an ELF file", kNotPlugin));
+  SectionSymbols elf = section_symbols(f.path, "tgplugin");
+  if (!elf.error.empty()) return fail(fmt::format("{}{}", kNotPlugin, elf.error));
   std::vector<std::string> aliases;
-  try {
-    boost::dll::library_info info(f.path);
-    for (auto& s : info.symbols("tgplugin"))
-      if (s.starts_with("tgplugin_")) aliases.push_back(s);
-    if (aliases.empty()) {
-      auto sections = info.sections();
-      bool has_section = std::find(sections.begin(), sections.end(), "tgplugin") != sections.end();
-      // Boost.DLL reads names from .symtab, which strip removes.
-      return fail(has_section ? fmt::format("{}its tgplugin section has no symbol table (stripped?); install "
-                                            "it unstripped",
-                                            kNotPlugin)
-                              : fmt::format("{}no tgplugin section", kNotPlugin));
-    }
-  } catch (const std::exception& e) {
-    return fail(fmt::format("{}unreadable ELF ({})", kNotPlugin, e.what()));
-  }
+  for (std::string& s : elf.names)
+    if (s.starts_with("tgplugin_")) aliases.push_back(std::move(s));
+  if (aliases.empty() && !elf.has_section) return fail(fmt::format("{}no tgplugin section", kNotPlugin));
+  if (aliases.empty() && !elf.has_symtab)  // the names come from .symtab, which strip removes
+    return fail(fmt::format("{}its tgplugin section has no symbol table (stripped?); install it unstripped",
+                            kNotPlugin));
+  if (aliases.empty()) return fail(fmt::format("{}its tgplugin section names no descriptor", kNotPlugin));
   std::sort(aliases.begin(), aliases.end());
   if (aliases.size() > 1)
     return fail(
@@ -155,7 +139,7 @@ ProbeResult probe_plugin(const tg_plugin_descriptor& d) {
   char reason[1024] = {};
   Timer timer;
   int ok = d.probe(reason, sizeof reason);
-  ProbeResult r{ok != 0, reason, timer.seconds()};
+  ProbeResult r{ok != 0, std::string(reason, strnlen(reason, sizeof reason)), timer.seconds()};
   if (!r.usable && r.reason.empty()) r.reason = "probe() failed without a reason";
   return r;
 }

@@ -170,7 +170,8 @@ Device& Registry::device(const DeviceSpec& spec) {
   void* raw = c.descriptor->create(spec.index, err, sizeof err);
   if (raw == nullptr)
     throw DeviceError("device", fmt::format("cannot open {}:{}: {}", spec.name, spec.index,
-                                            err[0] != '\0' ? err : "create() failed without a reason"));
+                                            err[0] != '\0' ? std::string(err, strnlen(err, sizeof err))
+                                                           : "create() failed without a reason"));
   auto dev = std::make_unique<Device>(spec, std::unique_ptr<sdk::Device>(static_cast<sdk::Device*>(raw)));
   debug_log(2, "[device] opened {} from {}: {}", dev->str(), c.path, dev->description());
   return *devices_.emplace(key, std::move(dev)).first->second;
@@ -189,9 +190,10 @@ Device& Registry::open_compile_only(std::string_view name, std::string_view arch
   auto create = tg_create_compile_only_of(*c->descriptor);
   std::string targets = compile_targets(*c);
   if (create == nullptr || targets.empty())
-    throw DeviceError("compile-only", fmt::format("{} cannot compile without its device{}", name,
-                                                  create == nullptr ? " (the plugin has no compile-only entry)"
-                                                                    : " here (it lists no targets)"));
+    throw DeviceError("compile-only",
+                      fmt::format("{} cannot compile without its device{}", name,
+                                  create == nullptr ? " (the plugin has no compile-only entry)"
+                                                    : " here (it lists no targets)"));
   std::string a(arch.empty() ? targets.substr(0, targets.find(' ')) : arch);
   std::lock_guard lock(mu_);
   auto key = std::make_pair(std::string(name), 0);
@@ -201,7 +203,9 @@ Device& Registry::open_compile_only(std::string_view name, std::string_view arch
   void* raw = create(a.c_str(), err, sizeof err);
   if (raw == nullptr)
     throw DeviceError("compile-only", fmt::format("{} cannot compile for {}: {} (targets: {})", name, a,
-                                                  err[0] != '\0' ? err : "no reason given", targets));
+                                                  err[0] != '\0' ? std::string(err, strnlen(err, sizeof err))
+                                                                 : "no reason given",
+                                                  targets));
   DeviceSpec spec{.name = std::string(name), .index = 0, .renderer = "", .arch = a};
   auto dev = std::make_unique<Device>(spec, std::unique_ptr<sdk::Device>(static_cast<sdk::Device*>(raw)));
   debug_log(2, "[device] opened {} compile-only for {}: {}", dev->str(), a, dev->description());

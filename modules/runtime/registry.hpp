@@ -74,6 +74,7 @@ class Registry {
   // tensors on NAME are rendered and compiled for arch but never run. Replaces nothing: throws DeviceError
   // when NAME is already open, unknown, or cannot compile for arch.
   Device& open_compile_only(std::string_view name, std::string_view arch);
+
  private:
   void add_builtins();
   void add_candidate(const runtime::PluginFile& pf, const std::string& origin);

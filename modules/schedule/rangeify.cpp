@@ -311,6 +311,29 @@ UOpRef LowerCtx::size(const sint& s) {
   return unbound(s).uop();
 }
 
+namespace {
+// Simplifying can drop every load of a buffer (a branch under a constant condition), and launches pass
+// only the buffers a kernel reads: the others lose their argument and the rest are numbered 0..n-1 again.
+UOpRef dense_globals(const UOpRef& ast, LowerCtx& ctx) {
+  std::vector<const UOp*> used(ctx.bufs.size(), nullptr);
+  for (const UOp* u : ast->toposort())
+    if (u->op() == Ops::DEFINE_GLOBAL) used.at(static_cast<size_t>(u->arg_as<int64_t>())) = u;
+  if (std::find(used.begin(), used.end(), nullptr) == used.end()) return ast;
+  std::unordered_map<const UOp*, UOpRef> renumber;
+  std::vector<UOpRef> bufs;
+  ctx.globals.clear();
+  for (size_t i = 0; i < used.size(); i++) {
+    if (!used[i]) continue;
+    UOpRef g = used[i]->with_arg(static_cast<int64_t>(bufs.size()));
+    if (g.get() != used[i]) renumber.emplace(used[i], g);
+    ctx.globals.emplace(ctx.bufs[i].get(), g);
+    bufs.push_back(ctx.bufs[i]);
+  }
+  ctx.bufs = std::move(bufs);
+  return ast->substitute(renumber);
+}
+}  // namespace
+
 UOpRef lower_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& target, LowerCtx& ctx) {
   const Shape& shape = shape_of(target ? target.get() : value.get());
   std::vector<UOpRef> idx, loops;
@@ -335,7 +358,7 @@ UOpRef lower_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& target
     loops.insert(loops.begin(), store);
     store = UOp::make(Ops::END, dtypes::void_, std::move(loops));
   }
-  return UOp::sink({store})->simplify();
+  return dense_globals(UOp::sink({store})->simplify(), ctx);
 }
 
 }  // namespace tg::sched

@@ -228,21 +228,45 @@ const CustomGrad* custom_of(const UOp* u) {
 }
 }  // namespace
 
+std::vector<const UOp*> gradient_toposort(const UOpRef& root, const KeptGraphs& kept) {
+  if (kept.empty()) return root->toposort();
+  std::vector<const UOp*> out;
+  std::unordered_set<const UOp*> seen{root.get()};
+  std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
+  while (!stack.empty()) {
+    auto [u, i] = stack.back();
+    size_t n = u->src().size();
+    auto k = i == n ? kept.find(u) : kept.end();
+    if (i > n || (i == n && k == kept.end())) {
+      out.push_back(u);
+      stack.pop_back();
+      continue;
+    }
+    stack.back().second++;
+    const UOp* s = i < n ? u->src(i).get() : k->second.get();
+    if (seen.insert(s).second) stack.emplace_back(s, 0);
+  }
+  return out;
+}
+
 std::unordered_map<UOpRef, UOpRef> compute_gradient(const UOpRef& root, const UOpRef& root_grad,
-                                                    const std::vector<UOpRef>& targets) {
+                                                    const std::vector<UOpRef>& targets,
+                                                    const KeptGraphs& kept) {
   if (shape_of(root_grad) != shape_of(root))
     throw ShapeError("gradient", "the output gradient must have the output's shape");
   std::unordered_set<const UOp*> target_set;
   for (const UOpRef& t : targets) target_set.insert(t.get());
   // a node is on a path when one of its sources is a target or on a path; DETACH and ASSIGN cut paths,
-  // a custom-gradient node leads through its inputs
-  std::vector<const UOp*> topo = root->toposort();
+  // a custom-gradient node leads through its inputs, a kept view through its graph
+  std::vector<const UOp*> topo = gradient_toposort(root, kept);
   std::unordered_map<const UOp*, bool> on_path;
   auto leads = [&](const UOp* s) { return target_set.count(s) > 0 || on_path[s]; };
   for (const UOp* u : topo) {
     bool p = false;
     if (const CustomGrad* cg = custom_of(u))
       for (const UOpRef& s : cg->inputs) p = p || leads(s.get());
+    else if (auto k = kept.find(u); k != kept.end())
+      p = leads(k->second.get());
     else if (u->op() != Ops::DETACH && u->op() != Ops::ASSIGN)
       for (const UOpRef& s : u->src()) p = p || leads(s.get());
     on_path[u] = p;
@@ -259,6 +283,10 @@ std::unordered_map<UOpRef, UOpRef> compute_gradient(const UOpRef& root, const UO
     if (!on_path[u]) continue;
     auto g = grads.find(u->ref());
     if (g == grads.end()) continue;
+    if (auto k = kept.find(u); k != kept.end()) {
+      add(k->second, g->second);  // the view holds its graph's values
+      continue;
+    }
     if (const CustomGrad* cg = custom_of(u)) {
       std::vector<UOpRef> out = cg->backward(g->second);
       if (out.size() != cg->inputs.size())
@@ -278,6 +306,15 @@ std::unordered_map<UOpRef, UOpRef> compute_gradient(const UOpRef& root, const UO
       throw NotSupportedError("gradient", fmt::format("no gradient rule for {}", op_name(u->op())));
     for (size_t i = 0; i < u->src().size(); i++) add(u->src(i), out->src(i));
   }
+  if (kept.empty()) return grads;
+  // the targets' gradients read a realized value instead of computing its graph again
+  std::unordered_map<const UOp*, UOpRef> to_view;
+  for (const auto& [view, graph] : kept) to_view.emplace(graph.get(), view->ref());
+  std::vector<UOpRef> keys, values;
+  for (const UOpRef& t : targets)
+    if (auto it = grads.find(t); it != grads.end()) keys.push_back(t), values.push_back(it->second);
+  UOpRef read = UOp::sink(values)->substitute(to_view);
+  for (size_t i = 0; i < keys.size(); i++) grads[keys[i]] = read->src(i);
   return grads;
 }
 

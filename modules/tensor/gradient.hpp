@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tensor/realize.hpp"
 #include "uop/pattern.hpp"
 
 namespace tg {
@@ -40,9 +41,52 @@ struct CustomGrad final : OpaqueArg {
 UOpRef custom_gradient(const UOpRef& forward, std::vector<UOpRef> inputs, CustomBackward backward,
                        std::string name);
 
+// Realized views (RESHAPE(BUFFER)) and the graphs they were computed by: the walk goes on through them.
+using KeptGraphs = std::unordered_map<const UOp*, UOpRef>;
+
+// Every node the walk from root visits, sources before users; a kept view has its graph as a last source.
+std::vector<const UOp*> gradient_toposort(const UOpRef& root, const KeptGraphs& kept);
+
 // Gradients of root, seeded with root_grad (same shape and dtype), of every node on a path from root to
-// a target; DETACH and ASSIGN stop the flow. A target root does not depend on gets no entry.
+// a target; DETACH and ASSIGN stop the flow. A target root does not depend on gets no entry. A kept view
+// passes its gradient to its graph, and the targets' gradients read the view where they would recompute
+// its graph.
 std::unordered_map<UOpRef, UOpRef> compute_gradient(const UOpRef& root, const UOpRef& root_grad,
-                                                    const std::vector<UOpRef>& targets);
+                                                    const std::vector<UOpRef>& targets,
+                                                    const KeptGraphs& kept = {});
+
+// ---- graphs kept for realized tensors (kept_graph.cpp) ----
+// realize() turns a tensor into a view of its buffer. For a tensor computed from one that requires grad,
+// the graph it was computed by is kept by that view while any graph still refers to the view, so
+// realizing or reading a tensor never changes a gradient. A null graph marks one backward() freed.
+void keep_graph(const UOpRef& view, const UOpRef& graph, std::vector<BufferHold> holds);
+// The view's values no longer come from its graph: it was assigned, or is a result without history (JIT).
+void forget_graph(const UOpRef& view);
+UOpRef kept_graph(const UOpRef& view);  // null when none is kept
+// The kept graphs a walk from root goes through (transitively), the holds of the buffers they read, and
+// the views on the way whose graph was freed.
+struct KeptUnder {
+  KeptGraphs graphs;
+  std::vector<BufferHold> holds;
+  std::vector<const UOp*> freed;
+};
+KeptUnder kept_graphs_under(const UOpRef& root);
+// backward() frees the graphs it went through, as PyTorch does without retain_graph.
+void free_graphs(const KeptGraphs& used);
+size_t kept_graph_count();  // views whose graph is kept now (for tests)
+
+// While alive, every op result that requires grad is realized as it is built (this thread): eager, as in
+// PyTorch, to check that gradients do not depend on what was realized.
+class RealizeEachOp {
+ public:
+  RealizeEachOp();
+  ~RealizeEachOp();
+  RealizeEachOp(const RealizeEachOp&) = delete;
+  RealizeEachOp& operator=(const RealizeEachOp&) = delete;
+  static bool active();
+
+ private:
+  bool prev_;
+};
 
 }  // namespace tg

@@ -18,17 +18,14 @@ struct Tensor::Impl {
   std::string device;
   std::vector<BufferHold> holds;
   bool requires_grad = false;
-  bool from_op = false;  // requires grad because an input does: not a leaf
+  bool from_op = false;      // requires grad because an input does: not a leaf
+  bool graph_freed = false;  // a backward() went through it: realizing it keeps no graph (kept_graph.cpp)
   std::shared_ptr<Impl> grad;
-  // The graph this tensor had before the last realize()/assign() replaced it (kept only when it requires
-  // grad): gradients still find the tensor in graphs built earlier, and a realized loss can backpropagate.
+  // A leaf's node before the last realize()/assign() replaced it: gradients still find the leaf in graphs
+  // built earlier. A non-leaf's graph is kept by its realized view instead (kept_graph.cpp).
   UOpRef graph_uop;
-  std::vector<BufferHold> graph_holds;
   void replace_uop(UOpRef u, std::vector<BufferHold> h) {
-    if (requires_grad && u != uop) {
-      graph_uop = std::move(uop);
-      graph_holds = from_op ? std::move(holds) : std::vector<BufferHold>{};
-    }
+    if (requires_grad && !from_op && u != uop) graph_uop = std::move(uop);
     uop = std::move(u);
     holds = std::move(h);
   }
@@ -41,19 +38,31 @@ struct Autograd {
     if (!out.dtype().is_float()) return;
     for (const Tensor* t : from)
       if (t->requires_grad()) out.impl().requires_grad = out.impl().from_op = true;
+    if (out.impl().from_op && RealizeEachOp::active()) out.realize();
+  }
+  // The node a realized tensor becomes. A non-leaf's graph is kept by a no-op RESHAPE over the buffer's
+  // view: a node of its own, which a detached tensor of the same buffer (the plain view) does not reach.
+  // Views of a buffer stay as they are (the walk goes through them), and an assign drops the graph.
+  static UOpRef realized(Tensor::Impl& im, const UOpRef& view) {
+    if (!im.requires_grad || !im.from_op) return view;
+    if (realized_buffer(im.uop)) return im.uop;
+    UOpRef node = UOp::make(Ops::RESHAPE, view->dtype(), {view}, *view->shape());
+    if (im.uop->op() == Ops::ASSIGN) {
+      forget_graph(node);
+      return view;
+    }
+    keep_graph(node, im.graph_freed ? UOpRef() : im.uop, im.holds);
+    return node;
   }
   static void add_leaf(const std::shared_ptr<Tensor::Impl>& im);
   static std::vector<std::shared_ptr<Tensor::Impl>> live_leaves();
-  // The graph a tensor was computed by: a realized non-leaf keeps it for backward().
-  static const UOpRef& graph(const Tensor::Impl& im) {
-    return im.from_op && im.graph_uop ? im.graph_uop : im.uop;
-  }
-  static std::vector<BufferHold> graph_holds(const Tensor::Impl& im) {
-    return im.from_op && im.graph_uop ? im.graph_holds : im.holds;
-  }
   static Tensor seed(const Tensor& out, const Tensor& grad_output, std::string_view op);
-  // The gradient of a tensor: the sum over the graph nodes it has been (its UOp now and before).
+  // The nodes a tensor is found by in a graph: a leaf's node now and before; a realized non-leaf's graph.
+  static std::vector<UOpRef> keys(const Tensor::Impl& im);
+  // The gradient of a tensor: the sum over its keys.
   static UOpRef lookup(const Tensor::Impl& im, const std::unordered_map<UOpRef, UOpRef>& grads);
+  static KeptUnder kept_under(const Tensor::Impl& root, const std::vector<UOpRef>& targets,
+                              std::string_view op);
 };
 
 double Number::to_double() const { return host::as_double(dtypes::int64, v_); }
@@ -232,7 +241,7 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
     const Shape& shape = *im.uop->shape();
     // a tensor without elements needs no kernel, only an empty buffer
     RealizedBuffer rb = has_elements(tensors[i]) ? bufs[k++] : buffer_empty(im.device, im.uop->dtype(), 0);
-    im.replace_uop(realized_view(rb.buffer, shape), {rb.hold});
+    im.replace_uop(Autograd::realized(im, realized_view(rb.buffer, shape)), {rb.hold});
   }
 }
 
@@ -308,11 +317,7 @@ Tensor Tensor::bitcast(DType d) const {
   return detail::derive(UOp::make(Ops::BITCAST, d, {uop()}), *this, {this});
 }
 
-Tensor Tensor::detach() const {
-  Tensor d = detail::derive(UOp::make(Ops::DETACH, dtype(), {uop()}), *this, {this});
-  d.impl().requires_grad = d.impl().from_op = false;
-  return d;
-}
+Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {uop()}), device(), holds()); }
 
 Tensor Tensor::contiguous() const {
   Ops op = uop()->op();
@@ -398,12 +403,29 @@ Tensor Autograd::seed(const Tensor& out, const Tensor& grad_output, std::string_
   return grad_output.cast(out.dtype());
 }
 
+std::vector<UOpRef> Autograd::keys(const Tensor::Impl& im) {
+  // the walk reaches the graph from the view too, so the graph's gradient is the whole of it
+  if (UOpRef g = im.from_op ? kept_graph(im.uop) : UOpRef()) return {g};
+  if (im.graph_uop) return {im.uop, im.graph_uop};
+  return {im.uop};
+}
+
 UOpRef Autograd::lookup(const Tensor::Impl& im, const std::unordered_map<UOpRef, UOpRef>& grads) {
   UOpRef g;
-  for (const UOpRef* key : {&im.uop, &im.graph_uop})
-    if (auto it = *key ? grads.find(*key) : grads.end(); it != grads.end())
-      g = g ? g + it->second : it->second;
+  for (const UOpRef& key : keys(im))
+    if (auto it = grads.find(key); it != grads.end()) g = g ? g + it->second : it->second;
   return g;
+}
+
+KeptUnder Autograd::kept_under(const Tensor::Impl& root, const std::vector<UOpRef>& targets,
+                               std::string_view op) {
+  KeptUnder kept = kept_graphs_under(root.uop);
+  for (const UOp* v : kept.freed)
+    if (std::find(targets.begin(), targets.end(), v->ref()) == targets.end())
+      throw ValueError(op,
+                       "a tensor in this graph was realized from a graph that an earlier backward() "
+                       "freed (as PyTorch does without retain_graph); compute it again");
+  return kept;
 }
 
 Tensor& Tensor::requires_grad_(bool on) {
@@ -425,16 +447,16 @@ Tensor& Tensor::backward(const Tensor& gradient) {
                      "the tensor does not require grad: no input it is computed from has "
                      "requires_grad set, or the path goes through detach()");
   Tensor seed = Autograd::seed(*this, gradient, "backward");
-  UOpRef root = Autograd::graph(im);
+  KeptUnder kept = Autograd::kept_under(im, {}, "backward");
   std::unordered_set<const UOp*> nodes;
-  for (const UOp* u : root->toposort()) nodes.insert(u);
+  for (const UOp* u : gradient_toposort(im.uop, kept.graphs)) nodes.insert(u);
   std::vector<std::shared_ptr<Impl>> found;
   std::vector<UOpRef> targets;
   for (const std::shared_ptr<Impl>& leaf : Autograd::live_leaves()) {
     bool used = false;
-    for (const UOpRef* key : {&leaf->uop, &leaf->graph_uop})
-      if (*key && nodes.count(key->get())) {
-        targets.push_back(*key);
+    for (const UOpRef& key : Autograd::keys(*leaf))
+      if (nodes.count(key.get())) {
+        targets.push_back(key);
         used = true;
       }
     if (!used) continue;
@@ -444,9 +466,10 @@ Tensor& Tensor::backward(const Tensor& gradient) {
                                                leaf->uop->dtype().name()));
     found.push_back(leaf);
   }
-  std::unordered_map<UOpRef, UOpRef> grads = compute_gradient(root, seed.uop(), targets);
-  std::vector<BufferHold> holds = Autograd::graph_holds(im);
+  std::unordered_map<UOpRef, UOpRef> grads = compute_gradient(im.uop, seed.uop(), targets, kept.graphs);
+  std::vector<BufferHold> holds = im.holds;
   holds.insert(holds.end(), seed.holds().begin(), seed.holds().end());
+  holds.insert(holds.end(), kept.holds.begin(), kept.holds.end());
   for (const std::shared_ptr<Impl>& leaf : found) {
     UOpRef g = Autograd::lookup(*leaf, grads);
     if (!g) continue;  // reached only through detach()
@@ -454,23 +477,26 @@ Tensor& Tensor::backward(const Tensor& gradient) {
     old.impl_ = leaf->grad;
     leaf->grad = (old.defined() ? old + fresh : fresh).impl_;
   }
+  // as PyTorch without retain_graph: the graphs walked are freed, and so is this one if realized later
+  free_graphs(kept.graphs);
+  im.graph_freed = true;
   return *this;
 }
 
 std::vector<Tensor> Tensor::gradient(std::vector<Tensor> targets, const Tensor& grad_output) const {
   Tensor seed = Autograd::seed(*this, grad_output, "gradient");
-  UOpRef root = Autograd::graph(impl());
   std::vector<UOpRef> keys;
   for (const Tensor& t : targets) {
     if (!t.dtype().is_float())
       throw DTypeError("gradient",
                        fmt::format("only floating-point targets have gradients, got {}", t.dtype().name()));
-    for (const UOpRef* key : {&t.impl().uop, &t.impl().graph_uop})
-      if (*key) keys.push_back(*key);
+    for (const UOpRef& key : Autograd::keys(t.impl())) keys.push_back(key);
   }
-  std::unordered_map<UOpRef, UOpRef> grads = compute_gradient(root, seed.uop(), keys);
-  std::vector<BufferHold> holds = Autograd::graph_holds(impl());
+  KeptUnder kept = Autograd::kept_under(impl(), keys, "gradient");
+  std::unordered_map<UOpRef, UOpRef> grads = compute_gradient(uop(), seed.uop(), keys, kept.graphs);
+  std::vector<BufferHold> holds = impl().holds;
   holds.insert(holds.end(), seed.holds().begin(), seed.holds().end());
+  holds.insert(holds.end(), kept.holds.begin(), kept.holds.end());
   std::vector<Tensor> out;
   for (size_t i = 0; i < targets.size(); i++) {
     UOpRef g = Autograd::lookup(targets[i].impl(), grads);

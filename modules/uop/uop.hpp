@@ -230,6 +230,8 @@ class UOp {
   const T& arg_as() const;  // throws ValueError naming the op if arg does not hold a T
   uint64_t hash() const noexcept { return hash_; }
   UOpRef ref() const noexcept { return UOpRef(this); }
+  // References held now: 1 tells a side table holding the node that nothing else refers to it.
+  uint32_t use_count() const noexcept { return refs_.load(std::memory_order_relaxed); }
 
   // Copies with one field changed (interned).
   UOpRef with_src(std::vector<UOpRef> src) const;

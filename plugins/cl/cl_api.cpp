@@ -33,6 +33,8 @@ Loaded load() {
     out.why = "unavailable: the OpenCL loader has no " #fn "; install ocl-icd-libopencl1";
   TG_CL_FUNCTIONS(TG_CL_LOAD)
 #undef TG_CL_LOAD
+  out.api.clCreateProgramWithIL =
+      reinterpret_cast<decltype(out.api.clCreateProgramWithIL)>(dlsym(lib, "clCreateProgramWithIL"));
   return out;  // the library stays loaded: plugins are never unloaded
 }
 
@@ -56,24 +58,23 @@ std::string cl_error(cl_int code) {
     break;
     TG_CL_CASE(CL_SUCCESS)
     TG_CL_CASE(CL_DEVICE_NOT_FOUND)
-    TG_CL_CASE(CL_DEVICE_NOT_AVAILABLE) TG_CL_CASE(CL_COMPILER_NOT_AVAILABLE) TG_CL_CASE(
-        CL_MEM_OBJECT_ALLOCATION_FAILURE) TG_CL_CASE(CL_OUT_OF_RESOURCES) TG_CL_CASE(CL_OUT_OF_HOST_MEMORY)
-        TG_CL_CASE(CL_PROFILING_INFO_NOT_AVAILABLE) TG_CL_CASE(CL_BUILD_PROGRAM_FAILURE) TG_CL_CASE(
-            CL_MISALIGNED_SUB_BUFFER_OFFSET) TG_CL_CASE(CL_INVALID_VALUE) TG_CL_CASE(CL_INVALID_PLATFORM)
-            TG_CL_CASE(CL_INVALID_DEVICE) TG_CL_CASE(CL_INVALID_CONTEXT) TG_CL_CASE(CL_INVALID_COMMAND_QUEUE)
-                TG_CL_CASE(CL_INVALID_MEM_OBJECT) TG_CL_CASE(CL_INVALID_BINARY)
-                    TG_CL_CASE(CL_INVALID_BUILD_OPTIONS) TG_CL_CASE(CL_INVALID_PROGRAM)
-                        TG_CL_CASE(CL_INVALID_PROGRAM_EXECUTABLE) TG_CL_CASE(CL_INVALID_KERNEL_NAME)
-                            TG_CL_CASE(CL_INVALID_KERNEL) TG_CL_CASE(CL_INVALID_ARG_INDEX)
-                                TG_CL_CASE(CL_INVALID_ARG_VALUE) TG_CL_CASE(CL_INVALID_ARG_SIZE)
-                                    TG_CL_CASE(CL_INVALID_KERNEL_ARGS) TG_CL_CASE(CL_INVALID_WORK_DIMENSION)
-                                        TG_CL_CASE(CL_INVALID_WORK_GROUP_SIZE) TG_CL_CASE(
-                                            CL_INVALID_WORK_ITEM_SIZE) TG_CL_CASE(CL_INVALID_GLOBAL_OFFSET)
-                                            TG_CL_CASE(CL_INVALID_EVENT) TG_CL_CASE(CL_INVALID_OPERATION)
-                                                TG_CL_CASE(CL_INVALID_BUFFER_SIZE)
-                                                    TG_CL_CASE(CL_INVALID_GLOBAL_WORK_SIZE)
+    TG_CL_CASE(CL_DEVICE_NOT_AVAILABLE)
+    TG_CL_CASE(CL_COMPILER_NOT_AVAILABLE) TG_CL_CASE(CL_MEM_OBJECT_ALLOCATION_FAILURE) TG_CL_CASE(
+        CL_OUT_OF_RESOURCES) TG_CL_CASE(CL_OUT_OF_HOST_MEMORY) TG_CL_CASE(CL_PROFILING_INFO_NOT_AVAILABLE)
+        TG_CL_CASE(CL_BUILD_PROGRAM_FAILURE) TG_CL_CASE(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+            TG_CL_CASE(CL_INVALID_VALUE) TG_CL_CASE(CL_INVALID_PLATFORM) TG_CL_CASE(CL_INVALID_DEVICE)
+                TG_CL_CASE(CL_INVALID_CONTEXT) TG_CL_CASE(CL_INVALID_COMMAND_QUEUE) TG_CL_CASE(
+                    CL_INVALID_MEM_OBJECT) TG_CL_CASE(CL_INVALID_BINARY) TG_CL_CASE(CL_INVALID_BUILD_OPTIONS)
+                    TG_CL_CASE(CL_INVALID_PROGRAM) TG_CL_CASE(CL_INVALID_PROGRAM_EXECUTABLE) TG_CL_CASE(
+                        CL_INVALID_KERNEL_NAME) TG_CL_CASE(CL_INVALID_KERNEL) TG_CL_CASE(CL_INVALID_ARG_INDEX)
+                        TG_CL_CASE(CL_INVALID_ARG_VALUE) TG_CL_CASE(CL_INVALID_ARG_SIZE)
+                            TG_CL_CASE(CL_INVALID_KERNEL_ARGS) TG_CL_CASE(CL_INVALID_WORK_DIMENSION)
+                                TG_CL_CASE(CL_INVALID_WORK_GROUP_SIZE) TG_CL_CASE(CL_INVALID_WORK_ITEM_SIZE)
+                                    TG_CL_CASE(CL_INVALID_GLOBAL_OFFSET) TG_CL_CASE(CL_INVALID_EVENT)
+                                        TG_CL_CASE(CL_INVALID_OPERATION) TG_CL_CASE(CL_INVALID_BUFFER_SIZE)
+                                            TG_CL_CASE(CL_INVALID_GLOBAL_WORK_SIZE)
 #undef TG_CL_CASE
-                                                        case -1001 : name = "CL_PLATFORM_NOT_FOUND_KHR";
+                                                case -1001 : name = "CL_PLATFORM_NOT_FOUND_KHR";
     break;
     default:
       name = "CL error";

@@ -26,7 +26,12 @@ struct ClApi {
 #define TG_CL_MEMBER(fn) decltype(&::fn) fn = nullptr;
   TG_CL_FUNCTIONS(TG_CL_MEMBER)
 #undef TG_CL_MEMBER
+  // OpenCL 2.1, for the SPIR-V path; null when the loader predates it.
+  cl_program (*clCreateProgramWithIL)(cl_context, const void*, size_t, cl_int*) = nullptr;
 };
+
+// CL_DEVICE_IL_VERSION (OpenCL 2.1; the headers hide it at CL_TARGET_OPENCL_VERSION 120).
+inline constexpr cl_device_info kDeviceIlVersion = 0x105B;
 
 // The loaded table (loaded once per process, never unloaded), or nullptr with the reason in *why.
 const ClApi* cl_api(std::string* why);

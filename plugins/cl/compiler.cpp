@@ -24,11 +24,7 @@ constexpr std::array<char, 6> kMagic{'T', 'G', 'O', 'C', 'L', 2};  // format 2, 
 constexpr size_t kHeaderSize = 8;
 constexpr uint8_t kFlagGlobalIds = 1;  // bit 0: rendered with global ids
 constexpr uint8_t kFlagSource = 2;     // bit 1: the payload is the OpenCL C source
-
-// Rendered with global ids: the launch runs exactly `global` work items and the driver picks the group size.
-bool global_ids(std::string_view source) {
-  return source.starts_with(tg::opencl::OpenCLRenderer::kGlobalIdsMarker);
-}
+constexpr uint8_t kFlagSpirv = 4;      // bit 2: the payload is a SPIR-V module
 
 struct ProgramRef {
   const ClApi& cl;
@@ -44,8 +40,22 @@ std::optional<ProgramBinary> program_binary(std::span<const std::byte> binary) {
   if (binary.size() <= kHeaderSize || std::memcmp(binary.data(), kMagic.data(), kMagic.size()) != 0)
     return std::nullopt;
   const auto flags = static_cast<unsigned>(binary[6]);
-  return ProgramBinary{binary.subspan(kHeaderSize), (flags & kFlagGlobalIds) != 0,
-                       (flags & kFlagSource) != 0};
+  return ProgramBinary{binary.subspan(kHeaderSize), (flags & kFlagGlobalIds) != 0, (flags & kFlagSource) != 0,
+                       (flags & kFlagSpirv) != 0};
+}
+
+void write_program_binary(tg::sdk::Blob& out, const ProgramBinary& parts) {
+  uint8_t flags = (parts.global_ids ? kFlagGlobalIds : 0) | (parts.source ? kFlagSource : 0) |
+                  (parts.spirv ? kFlagSpirv : 0);
+  out.resize(0);
+  auto bytes = out.resize(kHeaderSize + parts.program.size());  // zero-filled
+  std::memcpy(bytes.data(), kMagic.data(), kMagic.size());
+  bytes[6] = std::byte{flags};
+  std::memcpy(bytes.data() + kHeaderSize, parts.program.data(), parts.program.size());
+}
+
+bool rendered_with_global_ids(std::string_view source) {
+  return source.starts_with(tg::opencl::OpenCLRenderer::kGlobalIdsMarker);
 }
 
 std::string incomplete_driver_binary(std::span<const std::byte> program) {
@@ -118,12 +128,31 @@ Status build_source(const Context& ctx, std::string_view source, const std::stri
   return {};
 }
 
+Status build_il(const Context& ctx, std::span<const std::byte> spirv, const std::string& options,
+                std::string_view what, cl_program* out) {
+  const ClApi& cl = ctx.cl();
+  if (cl.clCreateProgramWithIL == nullptr)
+    return tg::sdk::unavailable(
+        fmt::format("{} the OpenCL loader has no clCreateProgramWithIL (OpenCL 2.1)", what));
+  cl_int err = CL_SUCCESS;
+  ProgramRef prog{cl, cl.clCreateProgramWithIL(ctx.context(), spirv.data(), spirv.size(), &err)};
+  if (prog.p == nullptr)
+    return {Code::invalid_argument,
+            fmt::format("{} clCreateProgramWithIL refused the module: {}", what, cl_error(err))};
+  cl_device_id dev = ctx.device();
+  if ((err = cl.clBuildProgram(prog.p, 1, &dev, options.c_str(), nullptr, nullptr)) != CL_SUCCESS)
+    return {Code::invalid_argument, fmt::format("{} building the SPIR-V module failed with {}:\n{}", what,
+                                                cl_error(err), build_log(ctx, prog.p))};
+  *out = std::exchange(prog.p, nullptr);
+  return {};
+}
+
 Status ClCompiler::compile(std::string_view source, tg::sdk::Blob& binary) noexcept {
   return tg::sdk::guard([&]() -> Status {
     const ClApi& cl = ctx_->cl();
     ProgramRef prog{cl};
     if (Status s = build_source(*ctx_, source, options_, "[CL compile]", &prog.p); !s.ok()) return s;
-    uint8_t flags = global_ids(source) ? kFlagGlobalIds : 0;
+    ProgramBinary parts{{}, rendered_with_global_ids(source), false, false};
     size_t size = 0;
     cl_int err = CL_SUCCESS;
     if ((err = cl.clGetProgramInfo(prog.p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr)) !=
@@ -139,13 +168,10 @@ Status ClCompiler::compile(std::string_view source, tg::sdk::Blob& binary) noexc
       // The driver's binary would not load (PoCL serializes it from its on-disk kernel cache, which another
       // process building the same source may not have finished): keep the source, load builds it.
       payload = std::as_bytes(std::span(source.data(), source.size()));
-      flags |= kFlagSource;
+      parts.source = true;
     }
-    binary.resize(0);
-    auto out = binary.resize(kHeaderSize + payload.size());  // zero-filled
-    std::memcpy(out.data(), kMagic.data(), kMagic.size());
-    out[6] = std::byte{flags};
-    std::memcpy(out.data() + kHeaderSize, payload.data(), payload.size());
+    parts.program = payload;
+    write_program_binary(binary, parts);
     return {};
   });
 }

@@ -77,6 +77,7 @@ DeviceInfo query_device(const ClApi& cl, cl_platform_id platform, cl_device_id d
   info.driver_version = info_string(cl.clGetDeviceInfo, d, CL_DRIVER_VERSION);
   info.c_version = info_string(cl.clGetDeviceInfo, d, CL_DEVICE_OPENCL_C_VERSION);
   info.extensions = info_string(cl.clGetDeviceInfo, d, CL_DEVICE_EXTENSIONS);
+  info.il_version = info_string(cl.clGetDeviceInfo, d, kDeviceIlVersion);
   auto& l = info.limits;
   l.fp16 = has_extension(info.extensions, "cl_khr_fp16");
   l.fp64 = has_extension(info.extensions, "cl_khr_fp64") ||

@@ -15,6 +15,7 @@ namespace tg::cldev {
 struct DeviceInfo {
   std::string platform_name, platform_version, device_name, device_version, driver_version, c_version;
   std::string extensions;  // space-separated, as the device reports them
+  std::string il_version;  // CL_DEVICE_IL_VERSION ("SPIR-V_1.0 SPIR-V_1.1 ..."), empty before OpenCL 2.1
   tg::opencl::OpenCLLimits limits;
   uint64_t mem_base_addr_align_bytes = 1;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN is in bits
   uint64_t max_mem_alloc_size = 0;

@@ -1,14 +1,18 @@
 // CL: OpenCL devices through the ICD loader (dlopened), e.g. PoCL on the CPU. Kernels are OpenCL C built by
-// the driver, launched on one in-order queue with profiling events.
+// the driver (or, with DEV=CL:spirv, SPIR-V from our own toolchain), launched on one in-order queue with
+// profiling events.
 #include <array>
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "plugins/cl/allocator.hpp"
 #include "plugins/cl/compiler.hpp"
 #include "plugins/cl/context.hpp"
 #include "plugins/cl/opencl_renderer.hpp"
+#include "plugins/cl/spirv_path.hpp"
+#include "runtime/device.hpp"
 #include "tg/sdk/plugin.hpp"
 
 namespace tg::cldev {
@@ -100,6 +104,28 @@ class ClProgram final : public tg::sdk::Program {
   bool global_ids_;
 };
 
+// The renderer field of DEV when DEV names CL ("" otherwise). create() receives only the device index, so
+// the plugin reads DEV itself, with the core's parser; the field applies to every CL device of the process.
+std::string renderer_from_dev() {
+  std::string dev = env::get("DEV");
+  if (dev.empty()) return "";
+  tg::DeviceSpec spec = tg::DeviceSpec::parse(dev);
+  if (spec.name != "CL" || spec.renderer.empty() || spec.renderer == "opencl") return "";
+  if (spec.renderer != "spirv")
+    throw std::runtime_error(
+        fmt::format("[CL] unknown renderer '{}' in DEV={}: CL renders 'opencl' (OpenCL C "
+                    "built by the driver, the default) or 'spirv' (SPIR-V made in process, "
+                    "built with clCreateProgramWithIL)",
+                    spec.renderer, dev));
+  return spec.renderer;
+}
+
+tg::sdk::RendererCaps caps_for(const DeviceInfo& info, bool spirv) {
+  tg::sdk::RendererCaps c = tg::opencl::opencl_caps(info.limits);
+  if (spirv) limit_spirv_caps(c);
+  return c;
+}
+
 class ClDevice final : public tg::sdk::Device {
  public:
   // Below CLANG: on a machine whose only OpenCL device is the CPU (PoCL), CLANG stays the default.
@@ -118,15 +144,20 @@ class ClDevice final : public tg::sdk::Device {
       : ctx_(std::make_shared<Context>(index)),
         allocator_(ctx_),
         compiler_(ctx_),
-        renderer_(tg::opencl::opencl_caps(ctx_->info().limits), /*global_ids=*/true) {
+        spirv_compiler_(renderer_from_dev() == "spirv" ? make_spirv_compiler(ctx_) : nullptr),
+        renderer_(caps_for(ctx_->info(), spirv_compiler_ != nullptr), /*global_ids=*/true) {
     const DeviceInfo& i = ctx_->info();
     description_ = fmt::format("{} ({}), {}, driver {}", i.device_name, i.platform_version, i.c_version,
                                i.driver_version);
+    if (spirv_compiler_ != nullptr)
+      description_ += fmt::format(", SPIR-V path ({})", spirv_compiler_->cache_key());
   }
 
   tg::sdk::Allocator& allocator() noexcept override { return allocator_; }
   tg::sdk::Renderer& renderer() noexcept override { return renderer_; }
-  tg::sdk::Compiler& compiler() noexcept override { return compiler_; }
+  tg::sdk::Compiler& compiler() noexcept override {
+    return spirv_compiler_ != nullptr ? *spirv_compiler_ : static_cast<tg::sdk::Compiler&>(compiler_);
+  }
   std::string_view description() const noexcept override { return description_; }
 
   Status synchronize() noexcept override {
@@ -142,6 +173,11 @@ class ClDevice final : public tg::sdk::Device {
       const ClApi& cl = ctx_->cl();
       cl_device_id dev = ctx_->device();
       cl_program prog = nullptr;
+      if (bin->spirv) {
+        if (Status s = build_il(*ctx_, bin->program, compiler_.build_options(), "[CL load]", &prog); !s.ok())
+          return s;
+        return make_program(prog, name, bin->global_ids, out);
+      }
       if (bin->source) {  // the driver's binary was incomplete at compile time: build the kept source
         std::string_view src(reinterpret_cast<const char*>(bin->program.data()), bin->program.size());
         if (Status s = build_source(*ctx_, src, compiler_.build_options(), "[CL load]", &prog); !s.ok())
@@ -186,7 +222,8 @@ class ClDevice final : public tg::sdk::Device {
 
   std::shared_ptr<Context> ctx_;
   ClAllocator allocator_;
-  ClCompiler compiler_;
+  ClCompiler compiler_;                                // also the build options of the SPIR-V path
+  std::unique_ptr<tg::sdk::Compiler> spirv_compiler_;  // DEV=CL:spirv
   tg::opencl::OpenCLRenderer renderer_;
   std::string description_;
 };

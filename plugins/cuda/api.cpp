@@ -59,9 +59,10 @@ const DriverApi* driver_api(std::string* why) {
     void* lib = override.empty() ? open_first({"libcuda.so.1", "libcuda.so"}, &path, &err)
                                  : open_first({override}, &path, &err);
     if (lib == nullptr) {
-      error = fmt::format("unavailable: the NVIDIA driver is not installed (libcuda.so.1 not found: {}); install "
-                          "the driver for your GPU, or set TG_LIBCUDA to its libcuda",
-                          err);
+      error = fmt::format(
+          "unavailable: the NVIDIA driver is not installed (libcuda.so.1 not found: {}); install "
+          "the driver for your GPU, or set TG_LIBCUDA to its libcuda",
+          err);
       return;
     }
     std::string missing;
@@ -82,12 +83,15 @@ const DriverApi* driver_api(std::string* why) {
     TG_BIND(api, lib, cuEventSynchronize, &missing);
     bind(lib, api.cuEventElapsedTime_v2, "cuEventElapsedTime", &missing);  // v1: same signature, every driver
     TG_BIND(api, lib, cuEventDestroy_v2, &missing), TG_BIND(api, lib, cuGraphCreate, &missing);
-    TG_BIND(api, lib, cuGraphAddKernelNode_v2, &missing), TG_BIND(api, lib, cuGraphInstantiateWithFlags, &missing);
+    TG_BIND(api, lib, cuGraphAddKernelNode_v2, &missing),
+        TG_BIND(api, lib, cuGraphInstantiateWithFlags, &missing);
     TG_BIND(api, lib, cuGraphLaunch, &missing), TG_BIND(api, lib, cuGraphDestroy, &missing);
-    TG_BIND(api, lib, cuGraphExecDestroy, &missing);
+    TG_BIND(api, lib, cuGraphExecDestroy, &missing),
+        TG_BIND(api, lib, cuGraphExecKernelNodeSetParams_v2, &missing);
     if (!missing.empty())
-      error = fmt::format("unavailable: {} has no {}: the NVIDIA driver is too old (CUDA 12.0 or newer needed)", path,
-                          missing);
+      error =
+          fmt::format("unavailable: {} has no {}: the NVIDIA driver is too old (CUDA 12.0 or newer needed)",
+                      path, missing);
   });
   if (!error.empty()) {
     if (why != nullptr) *why = error;
@@ -102,14 +106,16 @@ const NvrtcApi* nvrtc_api(std::string* why) {
   static std::once_flag once;
   std::call_once(once, [] {
     std::string err, override = env::get("TG_NVRTC");
-    void* lib = override.empty() ? open_first({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                                               toolkit_lib("libnvrtc.so")},
-                                              &api.path, &err)
-                                 : open_first({override}, &api.path, &err);
+    void* lib =
+        override.empty()
+            ? open_first({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", toolkit_lib("libnvrtc.so")},
+                         &api.path, &err)
+            : open_first({override}, &api.path, &err);
     if (lib == nullptr) {
-      error = fmt::format("NVRTC not found ({}): install the CUDA toolkit (or the nvidia-cuda-nvrtc wheel and put "
-                          "its lib folder on LD_LIBRARY_PATH), or set TG_NVRTC to libnvrtc.so",
-                          err);
+      error = fmt::format(
+          "NVRTC not found ({}): install the CUDA toolkit (or the nvidia-cuda-nvrtc wheel and put "
+          "its lib folder on LD_LIBRARY_PATH), or set TG_NVRTC to libnvrtc.so",
+          err);
       return;
     }
     std::string missing;
@@ -154,7 +160,8 @@ const JitLinkApi* jitlink_api(std::string* why) {
     std::string missing;
     TG_BIND(api, lib, nvJitLinkCreate, &missing), TG_BIND(api, lib, nvJitLinkDestroy, &missing);
     TG_BIND(api, lib, nvJitLinkAddData, &missing), TG_BIND(api, lib, nvJitLinkComplete, &missing);
-    TG_BIND(api, lib, nvJitLinkGetLinkedCubinSize, &missing), TG_BIND(api, lib, nvJitLinkGetLinkedCubin, &missing);
+    TG_BIND(api, lib, nvJitLinkGetLinkedCubinSize, &missing),
+        TG_BIND(api, lib, nvJitLinkGetLinkedCubin, &missing);
     TG_BIND(api, lib, nvJitLinkGetErrorLogSize, &missing), TG_BIND(api, lib, nvJitLinkGetErrorLog, &missing);
     TG_BIND(api, lib, nvJitLinkVersion, &missing);
     if (!missing.empty()) {
@@ -215,22 +222,25 @@ std::string driver_unusable() {
   // The toolkit's stub answers every call with CUDA_ERROR_STUB_LIBRARY and never touches a device.
   int version = 0;
   if (CUresult r = cu->cuDriverGetVersion(&version); r == CUDA_ERROR_STUB_LIBRARY)
-    return "unavailable: the CUDA toolkit's stub libcuda (lib64/stubs) was loaded instead of the NVIDIA driver; "
+    return "unavailable: the CUDA toolkit's stub libcuda (lib64/stubs) was loaded instead of the NVIDIA "
+           "driver; "
            "remove the stubs folder from LD_LIBRARY_PATH and install the driver";
   if (CUresult r = cu->cuInit(0); r != CUDA_SUCCESS) {
     if (r == CUDA_ERROR_STUB_LIBRARY)
       return "unavailable: the CUDA toolkit's stub libcuda was loaded instead of the NVIDIA driver";
-    if (r == CUDA_ERROR_NO_DEVICE) return "unavailable: the NVIDIA driver is installed but sees no GPU (cuInit: " +
-                                          error_name(r) + ")";
+    if (r == CUDA_ERROR_NO_DEVICE)
+      return "unavailable: the NVIDIA driver is installed but sees no GPU (cuInit: " + error_name(r) + ")";
     return "unavailable: cuInit failed: " + error_name(r);
   }
   if (version < kMinDriverVersion)
-    return fmt::format("unavailable: the NVIDIA driver supports CUDA {}.{}; the PTX this plugin emits needs {}.{} or "
-                       "newer: update the driver",
-                       version / 1000, version % 1000 / 10, kMinDriverVersion / 1000, kMinDriverVersion % 1000 / 10);
+    return fmt::format(
+        "unavailable: the NVIDIA driver supports CUDA {}.{}; the PTX this plugin emits needs {}.{} or "
+        "newer: update the driver",
+        version / 1000, version % 1000 / 10, kMinDriverVersion / 1000, kMinDriverVersion % 1000 / 10);
   int count = 0;
   if (CUresult r = cu->cuDeviceGetCount(&count); r != CUDA_SUCCESS || count == 0)
-    return "unavailable: no CUDA device (cuDeviceGetCount: " + (r != CUDA_SUCCESS ? error_name(r) : "0") + ")";
+    return "unavailable: no CUDA device (cuDeviceGetCount: " + (r != CUDA_SUCCESS ? error_name(r) : "0") +
+           ")";
   return "";
 }
 

@@ -47,6 +47,7 @@ struct DriverApi {
   TG_CUDA_FN(cuGraphAddKernelNode_v2)
   TG_CUDA_FN(cuGraphInstantiateWithFlags)
   TG_CUDA_FN(cuGraphLaunch)
+  TG_CUDA_FN(cuGraphExecKernelNodeSetParams_v2)
   TG_CUDA_FN(cuGraphDestroy)
   TG_CUDA_FN(cuGraphExecDestroy)
 };
@@ -65,9 +66,9 @@ struct NvrtcApi {
   TG_CUDA_FN(nvrtcGetCUBINSize)
   TG_CUDA_FN(nvrtcGetCUBIN)
   TG_CUDA_FN(nvrtcGetErrorString)
-  std::string path;                  // the library that was opened
-  int major = 0, minor = 0;          // nvrtcVersion
-  std::string include_dir;           // the toolkit's include folder beside it, when there is one
+  std::string path;          // the library that was opened
+  int major = 0, minor = 0;  // nvrtcVersion
+  std::string include_dir;   // the toolkit's include folder beside it, when there is one
 };
 
 struct JitLinkApi {

@@ -15,6 +15,7 @@
 
 #include "base/env.hpp"
 #include "plugins/cuda/api.hpp"
+#include "plugins/cuda/renderer.hpp"
 
 namespace tg::cuda {
 
@@ -24,7 +25,8 @@ using tg::sdk::Status;
 namespace {
 
 namespace fs = std::filesystem;
-constexpr char kMagic[8] = {'T', 'G', 'C', 'U', 'D', 'A', '1', '\0'};
+constexpr char kMagic[8] = {'T', 'G', 'C', 'U', 'D', 'A', '2', '\0'};
+constexpr size_t kHeader = sizeof kMagic + 16;  // + the cubin's size and the flags
 
 std::string nvrtc_log(const NvrtcApi& n, nvrtcProgram p) {
   size_t size = 0;
@@ -41,7 +43,8 @@ Status link_ptx(const JitLinkApi& j, const std::string& ptx, int sm, std::string
   const char* opts[] = {arch.c_str(), "-O3"};
   nvJitLinkHandle h = nullptr;
   if (nvJitLinkResult r = j.nvJitLinkCreate(&h, 2, opts); r != NVJITLINK_SUCCESS)
-    return {Code::compile_error, fmt::format("[CUDA compile] nvJitLinkCreate for sm_{} failed ({})", sm, int(r))};
+    return {Code::compile_error,
+            fmt::format("[CUDA compile] nvJitLinkCreate for sm_{} failed ({})", sm, int(r))};
   std::unique_ptr<nvJitLinkHandle, void (*)(nvJitLinkHandle*)> guard(&h, [](nvJitLinkHandle* p) {
     std::string ignored;
     jitlink_api(&ignored)->nvJitLinkDestroy(p);
@@ -55,8 +58,9 @@ Status link_ptx(const JitLinkApi& j, const std::string& ptx, int sm, std::string
       log.resize(n);
       j.nvJitLinkGetErrorLog(h, log.data());
     }
-    return {Code::compile_error, fmt::format("[CUDA compile] ptxas (nvJitLink) rejected the PTX for sm_{}:\n{}\n{}",
-                                             sm, log, ptx)};
+    return {
+        Code::compile_error,
+        fmt::format("[CUDA compile] ptxas (nvJitLink) rejected the PTX for sm_{}:\n{}\n{}", sm, log, ptx)};
   }
   size_t n = 0;
   j.nvJitLinkGetLinkedCubinSize(h, &n);
@@ -84,7 +88,8 @@ std::string find_cuobjdump() {
     for (const auto& py : fs::directory_iterator(root, ec))
       if (py.path().filename().string().starts_with("python3"))
         for (const char* sub : {"site-packages", "dist-packages"})
-          for (const char* cu : {"cu13", "cu12", "cuda_cuobjdump"}) dirs.push_back(py.path() / sub / "nvidia" / cu / "bin");
+          for (const char* cu : {"cu13", "cu12", "cuda_cuobjdump"})
+            dirs.push_back(py.path() / sub / "nvidia" / cu / "bin");
   for (const fs::path& d : dirs)
     if (fs::exists(d / "cuobjdump", ec)) return (d / "cuobjdump").string();
   return "";
@@ -141,7 +146,8 @@ CudaCompiler::CudaCompiler(int sm) : sm_(sm) {
         fmt::format("NVRTC {}.{} cannot compile for sm_{}; it knows:{}", n->major, n->minor, sm, list));
   }
   // --fmad=false: a*b+c stays two roundings as in the reference; fused multiply-adds are explicit (fmaf).
-  options_ = {fmt::format("--gpu-architecture=compute_{}", sm), "--fmad=false", "--std=c++17", "-default-device"};
+  options_ = {fmt::format("--gpu-architecture=compute_{}", sm), "--fmad=false", "--std=c++17",
+              "-default-device"};
   if (!n->include_dir.empty()) options_.push_back("-I" + n->include_dir);
   std::string jit = "none";
   if (const JitLinkApi* j = jitlink_api(&why)) jit = fmt::format("nvJitLink-{}.{}", j->major, j->minor);
@@ -157,14 +163,16 @@ Status CudaCompiler::compile(std::string_view source, tg::sdk::Blob& binary) noe
     nvrtcProgram prog = nullptr;
     if (nvrtcResult r = n->nvrtcCreateProgram(&prog, src.c_str(), "kernel.cu", 0, nullptr, nullptr);
         r != NVRTC_SUCCESS)
-      return {Code::compile_error, fmt::format("[CUDA compile] nvrtcCreateProgram: {}", n->nvrtcGetErrorString(r))};
+      return {Code::compile_error,
+              fmt::format("[CUDA compile] nvrtcCreateProgram: {}", n->nvrtcGetErrorString(r))};
     std::unique_ptr<nvrtcProgram, void (*)(nvrtcProgram*)> guard(&prog, [](nvrtcProgram* p) {
       std::string ignored;
       nvrtc_api(&ignored)->nvrtcDestroyProgram(p);
     });
     std::vector<const char*> opts;
     for (const std::string& o : options_) opts.push_back(o.c_str());
-    if (nvrtcResult r = n->nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data()); r != NVRTC_SUCCESS)
+    if (nvrtcResult r = n->nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
+        r != NVRTC_SUCCESS)
       return {Code::compile_error,
               fmt::format("[CUDA compile] NVRTC: {}\n{}", n->nvrtcGetErrorString(r), nvrtc_log(*n, prog))};
     size_t size = 0;
@@ -179,12 +187,13 @@ Status CudaCompiler::compile(std::string_view source, tg::sdk::Blob& binary) noe
     } else {
       return {Code::unavailable, fmt::format("[CUDA compile] {}: install the CUDA toolkit's nvJitLink", why)};
     }
-    std::span<std::byte> out = binary.resize(sizeof kMagic + 8 + cubin.size() + ptx.size());
-    uint64_t cubin_size = cubin.size();
+    std::span<std::byte> out = binary.resize(kHeader + cubin.size() + ptx.size());
+    uint64_t cubin_size = cubin.size(), flags = source.starts_with(kGlobalIdMarker) ? 1 : 0;
     std::memcpy(out.data(), kMagic, sizeof kMagic);
     std::memcpy(out.data() + sizeof kMagic, &cubin_size, 8);
-    std::memcpy(out.data() + sizeof kMagic + 8, cubin.data(), cubin.size());
-    std::memcpy(out.data() + sizeof kMagic + 8 + cubin.size(), ptx.data(), ptx.size());
+    std::memcpy(out.data() + sizeof kMagic + 8, &flags, 8);
+    std::memcpy(out.data() + kHeader, cubin.data(), cubin.size());
+    std::memcpy(out.data() + kHeader + cubin.size(), ptx.data(), ptx.size());
     return {};
   });
 }
@@ -195,35 +204,40 @@ Status CudaCompiler::disassemble(std::span<const std::byte> binary, tg::sdk::Blo
     if (!bin) return {Code::invalid_argument, "[CUDA disassemble] not a binary made by the CUDA compiler"};
     std::string tool = find_cuobjdump();
     if (tool.empty())
-      return tg::sdk::unsupported("no cuobjdump: install the CUDA toolkit or `pip install nvidia-cuda-cuobjdump`, "
-                                  "or set TG_CUOBJDUMP");
+      return tg::sdk::unsupported(
+          "no cuobjdump: install the CUDA toolkit or `pip install nvidia-cuda-cuobjdump`, "
+          "or set TG_CUOBJDUMP");
     char name[] = "/tmp/tg-cuda-XXXXXX";
     int fd = mkstemp(name);
     if (fd < 0) return {Code::runtime_error, "[CUDA disassemble] cannot create a temporary file"};
-    bool written = ::write(fd, bin->cubin.data(), bin->cubin.size()) == static_cast<ssize_t>(bin->cubin.size());
+    bool written =
+        ::write(fd, bin->cubin.data(), bin->cubin.size()) == static_cast<ssize_t>(bin->cubin.size());
     ::close(fd);
     std::string out;
     // cuobjdump runs nvdisasm, which the toolkit and the wheels keep beside it.
     std::string dir = fs::path(tool).parent_path().string();
-    int rc = written ? run({"env", "NVDISASM_PATH=" + dir, "PATH=" + dir + ":" + (std::getenv("PATH") ? std::getenv("PATH") : ""),
-                            tool, "-sass", name},
+    int rc = written ? run({"env", "NVDISASM_PATH=" + dir,
+                            "PATH=" + dir + ":" + (std::getenv("PATH") ? std::getenv("PATH") : ""), tool,
+                            "-sass", name},
                            &out)
                      : -1;
     ::unlink(name);
-    if (rc != 0) return {Code::runtime_error, fmt::format("[CUDA disassemble] {} failed ({}): {}", tool, rc, out)};
+    if (rc != 0)
+      return {Code::runtime_error, fmt::format("[CUDA disassemble] {} failed ({}): {}", tool, rc, out)};
     text.assign(out);
     return {};
   });
 }
 
 std::optional<CudaBinary> cuda_binary(std::span<const std::byte> binary) {
-  if (binary.size() < sizeof kMagic + 8 || std::memcmp(binary.data(), kMagic, sizeof kMagic) != 0)
-    return std::nullopt;
-  uint64_t n = 0;
+  if (binary.size() < kHeader || std::memcmp(binary.data(), kMagic, sizeof kMagic) != 0) return std::nullopt;
+  uint64_t n = 0, flags = 0;
   std::memcpy(&n, binary.data() + sizeof kMagic, 8);
-  if (n > binary.size() - sizeof kMagic - 8) return std::nullopt;
-  std::span<const std::byte> rest = binary.subspan(sizeof kMagic + 8);
-  return CudaBinary{rest.first(n), {reinterpret_cast<const char*>(rest.data() + n), rest.size() - n}};
+  std::memcpy(&flags, binary.data() + sizeof kMagic + 8, 8);
+  if (n > binary.size() - kHeader) return std::nullopt;
+  std::span<const std::byte> rest = binary.subspan(kHeader);
+  return CudaBinary{
+      rest.first(n), {reinterpret_cast<const char*>(rest.data() + n), rest.size() - n}, (flags & 1) != 0};
 }
 
 }  // namespace tg::cuda

@@ -1,8 +1,8 @@
 #pragma once
-// CUDA C -> PTX (NVRTC for compute_XX) -> cubin (nvJitLink for sm_XX; NVRTC's own cubin when nvJitLink is
-// missing). The PTX's ISA version is pinned to the oldest that the arch allows, so an older driver that
-// must JIT it still can. A binary is "TGCUDA1\0", the cubin's size (8 bytes), the cubin, then the PTX:
-// load() takes the cubin and falls back to the PTX when the driver refuses it.
+// CUDA C -> PTX (NVRTC for compute_XX) -> cubin (nvJitLink for sm_XX). The PTX's ISA version is pinned to the
+// oldest that the arch allows, so an older driver that must JIT it still can. A binary is "TGCUDA2\0", the
+// cubin's size and the flags (8 bytes each; bit 0: the source starts with kGlobalIdMarker), the cubin, then
+// the PTX: load() takes the cubin and falls back to the PTX when the driver refuses it.
 #include <optional>
 #include <span>
 #include <string>
@@ -40,6 +40,7 @@ class CudaCompiler final : public tg::sdk::Compiler {
 struct CudaBinary {
   std::span<const std::byte> cubin;
   std::string_view ptx;
+  bool global_id = false;  // launched over blocks of kGlobalIdBlock threads (renderer.hpp)
 };
 // The parts of a binary made by CudaCompiler, or nullopt when it is not one.
 std::optional<CudaBinary> cuda_binary(std::span<const std::byte> binary);

@@ -22,6 +22,7 @@ void set_bit(uint64_t* words, int i) { words[i / 64] |= uint64_t{1} << (i % 64);
 bool narrow_float(Scalar s) { return s == Scalar::FLOAT16 || s == Scalar::BFLOAT16; }
 
 constexpr const char* kLaunchBounds = "TG_LAUNCH_BOUNDS";
+constexpr const char* kGidx0 = "TG_GIDX0";
 
 }  // namespace
 
@@ -31,9 +32,10 @@ RendererCaps cuda_caps(const ArchLimits& l) {
                    Scalar::UINT32, Scalar::INT64, Scalar::UINT64, Scalar::FLOAT16, Scalar::BFLOAT16,
                    Scalar::FLOAT32, Scalar::FLOAT64})
     set_bit(&c.dtypes, static_cast<int>(s));
-  for (Ops o : {Ops::ADD, Ops::MUL, Ops::NEG, Ops::IDIV, Ops::MOD, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,
-                Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::WHERE, Ops::FDIV, Ops::RECIPROCAL, Ops::MAX, Ops::SQRT,
-                Ops::TRUNC, Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::MULACC})
+  for (Ops o :
+       {Ops::ADD, Ops::MUL,  Ops::NEG,   Ops::IDIV, Ops::MOD,  Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
+        Ops::AND, Ops::OR,   Ops::XOR,   Ops::SHL,  Ops::SHR,  Ops::WHERE, Ops::FDIV,  Ops::RECIPROCAL,
+        Ops::MAX, Ops::SQRT, Ops::TRUNC, Ops::EXP2, Ops::LOG2, Ops::SIN,   Ops::MULACC})
     set_bit(c.native_ops, static_cast<int>(o));
   c.max_vector_width = 1;  // a GPU kernel's upcasts become scalars
   c.has_local = c.has_shared = true;
@@ -77,8 +79,9 @@ CudaRenderer::CudaRenderer(const RendererCaps& caps) : CStyleRenderer(caps) {
   set_type_name(Scalar::FLOAT16, "half");
   set_type_name(Scalar::BFLOAT16, "__nv_bfloat16");
   set_type_name(Scalar::INT8, "signed char");
-  for (auto [op, f] : {std::pair{Ops::SQRT, "sqrt"}, std::pair{Ops::TRUNC, "trunc"}, std::pair{Ops::EXP2, "exp2"},
-                       std::pair{Ops::LOG2, "log2"}, std::pair{Ops::SIN, "sin"}}) {
+  for (auto [op, f] :
+       {std::pair{Ops::SQRT, "sqrt"}, std::pair{Ops::TRUNC, "trunc"}, std::pair{Ops::EXP2, "exp2"},
+        std::pair{Ops::LOG2, "log2"}, std::pair{Ops::SIN, "sin"}}) {
     set_op_format(op, Scalar::FLOAT32, fmt::format("{}f({{0}})", f));
     set_op_format(op, Scalar::FLOAT64, fmt::format("{}({{0}})", f));
   }
@@ -97,8 +100,9 @@ CudaRenderer::CudaRenderer(const RendererCaps& caps) : CStyleRenderer(caps) {
     set_op_format(Ops::RECIPROCAL, s, in_float("1.0f/(float)({0})"));
     set_op_format(Ops::MAX, s, "(((float)({0})<(float)({1}))?{1}:{0})");
     set_op_format(Ops::MULACC, s, in_float("(float)(({t})((float)({0})*(float)({1})))+(float)({2})"));
-    for (auto [op, f] : {std::pair{Ops::SQRT, "sqrtf"}, std::pair{Ops::TRUNC, "truncf"},
-                         std::pair{Ops::EXP2, "exp2f"}, std::pair{Ops::LOG2, "log2f"}, std::pair{Ops::SIN, "sinf"}})
+    for (auto [op, f] :
+         {std::pair{Ops::SQRT, "sqrtf"}, std::pair{Ops::TRUNC, "truncf"}, std::pair{Ops::EXP2, "exp2f"},
+          std::pair{Ops::LOG2, "log2f"}, std::pair{Ops::SIN, "sinf"}})
       set_op_format(op, s, in_float(fmt::format("{}((float)({{0}}))", f)));
   }
   // C++ promotes char/short operands to int: narrow results that can leave the type's range again.
@@ -132,8 +136,8 @@ std::string CudaRenderer::render_cast(DType to, const std::string& x) const {
 
 std::string CudaRenderer::render_bitcast(DType to, DType from, const std::string& x) const {
   if (to.itemsize() != from.itemsize() || to.is_bool() || from.is_bool())
-    throw NotSupportedError("render", fmt::format("the 'cuda' renderer cannot bitcast {} to {}", from.str(),
-                                                  to.str()));
+    throw NotSupportedError("render",
+                            fmt::format("the 'cuda' renderer cannot bitcast {} to {}", from.str(), to.str()));
   return fmt::format("tg_bitcast<{}>({})", type_name(to), x);
 }
 
@@ -142,6 +146,7 @@ std::string CudaRenderer::render_special(const UOp& special) const {
   int dim = n.empty() ? -1 : n.back() - '0';
   const char* axis[] = {"x", "y", "z"};
   std::string t = type_name(special.dtype());
+  if (n == "gidx0") return fmt::format("(({}){})", t, kGidx0);  // blockIdx.x, or a global id: see render()
   if (dim >= 0 && dim < 3 && n.starts_with("gidx")) return fmt::format("(({})blockIdx.{})", t, axis[dim]);
   if (dim >= 0 && dim < 3 && n.starts_with("lidx")) return fmt::format("(({})threadIdx.{})", t, axis[dim]);
   return CStyleRenderer::render_special(special);
@@ -157,15 +162,15 @@ std::string CudaRenderer::render_gep(DType vec, const std::string& x, int64_t la
 }
 
 std::string CudaRenderer::render_local(const UOp& def, const std::string& name) const {
-  return fmt::format("__shared__ __align__(16) {} {}[{}];", CStyleRenderer::type_name(def.dtype().base()), name,
-                     def.dtype().ptr_size());
+  return fmt::format("__shared__ __align__(16) {} {}[{}];", CStyleRenderer::type_name(def.dtype().base()),
+                     name, def.dtype().ptr_size());
 }
 
 std::string CudaRenderer::render_wmma(const UOp& wmma, const std::string& a, const std::string& b,
                                       const std::string& c) const {
   Scalar in = wmma.src(0)->dtype().scalar();
-  if (wmma.dtype().scalar() != Scalar::FLOAT32 || wmma.dtype().count() != 4 || wmma.src(0)->dtype().count() != 8 ||
-      !narrow_float(in))
+  if (wmma.dtype().scalar() != Scalar::FLOAT32 || wmma.dtype().count() != 4 ||
+      wmma.src(0)->dtype().count() != 8 || !narrow_float(in))
     throw NotSupportedError("render", fmt::format("the 'cuda' renderer has no tensor core for {} from {}",
                                                   wmma.dtype().str(), wmma.src(0)->dtype().str()));
   return fmt::format("tg_mma_{}({}, {}, {})", in == Scalar::FLOAT16 ? "f16" : "bf16", a, b, c);
@@ -192,31 +197,41 @@ std::string CudaRenderer::render_kernel(const CKernel& k) const {
   std::string out;
   if (uses("half")) out += "#include <cuda_fp16.h>\n";
   if (uses("__nv_bfloat16")) out += "#include <cuda_bf16.h>\n";
-  out += "template <class T, class F> __device__ __forceinline__ T tg_bitcast(F x) { T r; memcpy(&r, &x, sizeof r); "
-         "return r; }\n";
+  out +=
+      "template <class T, class F> __device__ __forceinline__ T tg_bitcast(F x) { T r; memcpy(&r, &x, sizeof "
+      "r); "
+      "return r; }\n";
   out += "template <class T, class F> __device__ __forceinline__ T tg_cast(F x) { return (T)x; }\n";
   if (uses("half")) {
-    out += "template <> __device__ __forceinline__ half tg_cast<half, double>(double x) { return __double2half(x); }\n";
+    out +=
+        "template <> __device__ __forceinline__ half tg_cast<half, double>(double x) { return "
+        "__double2half(x); }\n";
     for (const char* t : {"signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int",
                           "long long", "unsigned long long", "bool", "double"})
-      out += fmt::format("template <> __device__ __forceinline__ {0} tg_cast<{0}, half>(half x) {{ return ({0})"
-                         "__half2float(x); }}\n",
-                         t);
+      out += fmt::format(
+          "template <> __device__ __forceinline__ {0} tg_cast<{0}, half>(half x) {{ return ({0})"
+          "__half2float(x); }}\n",
+          t);
   }
   if (uses("__nv_bfloat16")) {
-    out += "template <> __device__ __forceinline__ __nv_bfloat16 tg_cast<__nv_bfloat16, double>(double x) { return "
-           "__double2bfloat16(x); }\n";
+    out +=
+        "template <> __device__ __forceinline__ __nv_bfloat16 tg_cast<__nv_bfloat16, double>(double x) { "
+        "return "
+        "__double2bfloat16(x); }\n";
     for (const char* t : {"signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int",
                           "long long", "unsigned long long", "bool", "double"})
-      out += fmt::format("template <> __device__ __forceinline__ {0} tg_cast<{0}, __nv_bfloat16>(__nv_bfloat16 x) "
-                         "{{ return ({0})__bfloat162float(x); }}\n",
-                         t);
+      out += fmt::format(
+          "template <> __device__ __forceinline__ {0} tg_cast<{0}, __nv_bfloat16>(__nv_bfloat16 x) "
+          "{{ return ({0})__bfloat162float(x); }}\n",
+          t);
   }
   if (uses("half") && uses("__nv_bfloat16")) {
-    out += "template <> __device__ __forceinline__ half tg_cast<half, __nv_bfloat16>(__nv_bfloat16 x) { return "
-           "__float2half(__bfloat162float(x)); }\n";
-    out += "template <> __device__ __forceinline__ __nv_bfloat16 tg_cast<__nv_bfloat16, half>(half x) { return "
-           "__float2bfloat16(__half2float(x)); }\n";
+    out +=
+        "template <> __device__ __forceinline__ half tg_cast<half, __nv_bfloat16>(__nv_bfloat16 x) { return "
+        "__float2half(__bfloat162float(x)); }\n";
+    out +=
+        "template <> __device__ __forceinline__ __nv_bfloat16 tg_cast<__nv_bfloat16, half>(half x) { return "
+        "__float2bfloat16(__half2float(x)); }\n";
   }
   for (DType v : k.vector_types) {
     std::string s = CStyleRenderer::type_name(v.scalar_type());
@@ -238,8 +253,8 @@ std::string CudaRenderer::render_kernel(const CKernel& k) const {
         "  return c;\n}}\n",
         fn, t, ptx);
   }
-  out += fmt::format("extern \"C\" __global__ void {} {}({}) {{\n{}{}}}\n", kLaunchBounds, k.name, signature, unpack,
-                     body);
+  out += fmt::format("extern \"C\" __global__ void {} {}({}) {{\n{}{}}}\n", kLaunchBounds, k.name, signature,
+                     unpack, body);
   return out;
 }
 
@@ -250,16 +265,31 @@ tg::sdk::Status CudaRenderer::render(std::string_view name, std::span<const UOp*
   return tg::sdk::guard([&] {
     // A kernel that reads local ids runs blocks of exactly the product of their sizes, which bounds its
     // registers; one without them may run any block size (every thread does the same work), so it has none.
-    int64_t threads = 1;
-    bool local = false;
-    for (const UOp* u : uops)
-      if (u->op() == Ops::SPECIAL && u->arg_as<std::string>().starts_with("lidx") && u->src(0)->is_const()) {
-        local = true;
-        threads *= std::visit([](auto v) { return static_cast<int64_t>(v); }, *u->src(0)->const_value());
-      }
+    int64_t threads = local_threads(uops);
+    bool local = threads > 0;
     std::string text(source.text());
     size_t at = text.find(kLaunchBounds);
-    text.replace(at, std::strlen(kLaunchBounds) + 1, local ? fmt::format("__launch_bounds__({}) ", threads) : "");
+    text.replace(at, std::strlen(kLaunchBounds) + 1,
+                 local ? fmt::format("__launch_bounds__({}) ", threads) : "");
+    // Without local ids or barriers a block of one thread would waste 31 lanes of each warp: gidx0 becomes a
+    // global id over blocks of kGlobalIdBlock threads, the ones past its size return, and the marker tells
+    // the compiler (and so the launch) to size the grid that way.
+    const UOp* gidx0 = nullptr;
+    bool barrier = false;
+    for (const UOp* u : uops) {
+      if (u->op() == Ops::SPECIAL && u->arg_as<std::string>() == "gidx0") gidx0 = u;
+      barrier = barrier || u->op() == Ops::BARRIER;
+    }
+    bool global_id = gidx0 != nullptr && !local && !barrier && gidx0->src(0)->is_const();
+    for (size_t p; (p = text.find(kGidx0)) != std::string::npos;)
+      text.replace(p, std::strlen(kGidx0), global_id ? "(blockIdx.x*blockDim.x+threadIdx.x)" : "blockIdx.x");
+    if (global_id) {
+      int64_t n = std::visit([](auto v) { return static_cast<int64_t>(v); }, *gidx0->src(0)->const_value());
+      size_t decl = text.find(" gidx0 = ");
+      size_t eol = text.find('\n', decl);
+      text.insert(eol + 1, fmt::format("  if (gidx0 >= {}) return;\n", n));
+      text.insert(0, kGlobalIdMarker);
+    }
     source.assign(text);
   });
 }

@@ -13,16 +13,21 @@ namespace tg::cuda {
 // sm_80 on, the f16 and bf16 tensor cores. sm is 10 * major + minor (80 for sm_80).
 struct ArchLimits {
   int sm = 80;
-  uint32_t max_threads = 1024;              // per block
+  uint32_t max_threads = 1024;  // per block
   uint32_t block_dims[3] = {1024, 1024, 64};
   uint32_t grid_dims[3] = {2147483647u, 65535, 65535};
-  uint32_t shared_bytes = 48 * 1024;        // static __shared__ per block
+  uint32_t shared_bytes = 48 * 1024;  // static __shared__ per block
 };
 tg::sdk::RendererCaps cuda_caps(const ArchLimits& l);
 
 // The warp-wide mma.sync.aligned.m16n8k16 with inputs of `in` (FLOAT16 or BFLOAT16) and float sums, in the
 // fragment layout of the PTX ISA: lane = 4 * groupID + threadID_in_group.
 tg::sdk::TensorCore mma_m16n8k16(Scalar in);
+
+// The first line of a kernel whose gidx0 is a global index (blockIdx.x * blockDim.x + threadIdx.x): it has
+// no local ids or barriers, and is launched over blocks of kGlobalIdBlock threads instead of blocks of one.
+inline constexpr const char* kGlobalIdMarker = "// tg: gidx0 is a global id\n";
+inline constexpr uint32_t kGlobalIdBlock = 128;
 
 class CudaRenderer final : public tg::sdk::CStyleRenderer {
  public:

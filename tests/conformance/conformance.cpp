@@ -188,12 +188,14 @@ class Observer final : public ut::test_observer {
 
 // What compile-only mode cannot do: areas and test cases that exist to run kernels or move memory.
 bool needs_device(std::string_view id) {
-  for (std::string_view p : {"allocator/", "program/", "compiler/cached_compile", "smoke/reuse", "loading/loading_twice"})
+  for (std::string_view p :
+       {"allocator/", "program/", "compiler/cached_compile", "smoke/reuse", "loading/loading_twice"})
     if (id.starts_with(p)) return true;
   return false;
 }
 
-// Skips every test case the manifest lists as unsupported (or compile-only mode cannot run) (Boost reports it as skipped).
+// Skips every test case the manifest lists as unsupported (or compile-only mode cannot run) (Boost reports it
+// as skipped).
 class SkipUnsupported final : public ut::test_tree_visitor {
  public:
   void visit(const ut::test_case& tc) override {
@@ -320,8 +322,9 @@ std::string summary() {
   out << fmt::format("conformance summary: {}{}\n", s.target.name,
                      s.target.plugin_path.empty() ? " (built-in)" : " (" + s.target.plugin_path + ")");
   if (s.target.compile_only)
-    out << fmt::format("mode: compile-only for {} (every kernel compiled by the plugin's toolchain; none ran)\n",
-                       s.target.arch);
+    out << fmt::format(
+        "mode: compile-only for {}: every kernel went through the target's compiler ({}); none ran\n",
+        s.target.arch, device().description());
   if (!s.target.manifest_path.empty()) out << fmt::format("manifest: {}\n", s.target.manifest_path);
   out << fmt::format("{:<10} {:>7} {:>7} {:>12} {:>6} {:>6}\n", "area", "passed", "failed", "unsupported", "xfail",
                      "xpass");

@@ -24,7 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace tg::conformance;
 
-constexpr const char* kUsage = R"(usage: tg-conformance [--plugin PATH] [--manifest PATH] [--junit FILE] [--summary FILE]
+constexpr const char* kUsage =
+    R"(usage: tg-conformance [--plugin PATH] [--manifest PATH] [--junit FILE] [--summary FILE]
                       [--skip-unusable] [--compile-only [--arch ARCH] [--tc-instruction TEXT]]
                       [Boost.Test options]
 Runs the backend conformance suite on one device and prints a summary per area (loading, allocator,
@@ -58,9 +59,10 @@ std::optional<std::string> parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     bool matched = false;
-    for (auto [flag, dst] : {std::pair{"--plugin", &o.plugin}, std::pair{"--manifest", &o.manifest},
-                             std::pair{"--junit", &o.junit}, std::pair{"--summary", &o.summary},
-                             std::pair{"--arch", &o.arch}, std::pair{"--tc-instruction", &o.tc_instruction}}) {
+    for (auto [flag, dst] :
+         {std::pair{"--plugin", &o.plugin}, std::pair{"--manifest", &o.manifest},
+          std::pair{"--junit", &o.junit}, std::pair{"--summary", &o.summary}, std::pair{"--arch", &o.arch},
+          std::pair{"--tc-instruction", &o.tc_instruction}}) {
       std::string f = flag;
       if (a == f) {
         if (i + 1 >= argc) return fmt::format("{} needs a value", f);

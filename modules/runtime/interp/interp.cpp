@@ -12,6 +12,7 @@
 #include "base/log.hpp"
 #include "runtime/builtins.hpp"
 #include "runtime/interp/program.hpp"
+#include "tg/sdk/graph.hpp"
 
 namespace tg::interp {
 
@@ -83,8 +84,16 @@ class InterpRenderer final : public Renderer {
     std::string tc = env::get("INTERP_TC");
     if (tc == "cuda") {
       c.tensor_core_count = 1, c.tensor_cores[0] = cuda_mma_m16n8k16();
+    } else if (tc == "hip_mfma") {
+      c.tensor_core_count = 1, c.tensor_cores[0] = hip_mfma_16x16x16();
+    } else if (tc == "hip_wmma") {
+      c.tensor_core_count = 1, c.tensor_cores[0] = hip_wmma_16x16x16();
+    } else if (tc == "metal") {
+      c.tensor_core_count = 1, c.tensor_cores[0] = metal_simdgroup_8x8();
     } else if (!tc.empty()) {
-      throw ValueError("INTERP", fmt::format("INTERP_TC={} is not a tensor core INTERP knows (cuda)", tc));
+      throw ValueError(
+          "INTERP",
+          fmt::format("INTERP_TC={} is not a tensor core INTERP knows (cuda, hip_mfma, hip_wmma, metal)", tc));
     }
     return c;
   }
@@ -124,6 +133,48 @@ class InterpProgram final : public sdk::Program {
   interp::Program p_;
 };
 
+// The reference for graph recording (sdk/graph.hpp): a recorded list of launches, run one by one, so that the
+// JIT's graph replay is exercised wherever INTERP runs.
+class InterpGraph final : public sdk::LaunchGraph {
+ public:
+  explicit InterpGraph(std::span<const sdk::GraphLaunch> launches) {
+    for (const sdk::GraphLaunch& l : launches)
+      launches_.push_back(
+          {l.program, {l.bufs.begin(), l.bufs.end()}, {l.vals.begin(), l.vals.end()}, l.dims});
+  }
+  Status update(size_t i, std::span<const Handle> bufs, std::span<const int64_t> vals,
+                const LaunchDims& dims) noexcept override {
+    return guard([&] {
+      Recorded& r = launches_.at(i);
+      if (bufs.size() != r.bufs.size() || vals.size() != r.vals.size())
+        throw ValueError("INTERP", fmt::format("graph launch {}: other argument counts than recorded", i));
+      r.bufs.assign(bufs.begin(), bufs.end()), r.vals.assign(vals.begin(), vals.end()), r.dims = dims;
+    });
+  }
+  Status run(bool wait, double* seconds) noexcept override {
+    Timer t;
+    for (Recorded& r : launches_)
+      if (Status s = r.program->launch(r.bufs, r.vals, r.dims, wait, nullptr); !s.ok()) return s;
+    if (seconds != nullptr) *seconds = t.seconds();
+    return {};
+  }
+
+ private:
+  struct Recorded {
+    sdk::Program* program;
+    std::vector<Handle> bufs;
+    std::vector<int64_t> vals;
+    LaunchDims dims;
+  };
+  std::vector<Recorded> launches_;
+};
+
+struct InterpGraphs final : sdk::LaunchGraphs {
+  Status build(std::span<const sdk::GraphLaunch> launches, sdk::LaunchGraph** out) noexcept override {
+    return guard([&] { *out = new InterpGraph(launches); });
+  }
+};
+
 class InterpDevice final : public Device {
  public:
   static constexpr int32_t priority = 0;  // the last resort among usable devices
@@ -146,11 +197,15 @@ class InterpDevice final : public Device {
   std::string_view description() const noexcept override {
     return "reference interpreter of linear UOps on the host (slow, exact semantics)";
   }
+  const void* extension(uint32_t id) noexcept override {
+    return id == sdk::kLaunchGraphExtension ? static_cast<const sdk::LaunchGraphs*>(&graphs_) : nullptr;
+  }
 
  private:
   InterpAllocator allocator_;
   InterpRenderer renderer_;
   InterpCompiler compiler_;
+  InterpGraphs graphs_;
 };
 
 }  // namespace
@@ -168,6 +223,53 @@ sdk::TensorCore cuda_mma_m16n8k16() {
   std::copy(std::begin(a), std::end(a), tc.a_bits);
   std::copy(std::begin(b), std::end(b), tc.b_bits);
   std::copy(std::begin(c), std::end(c), tc.c_bits);
+  return tc;
+}
+
+sdk::TensorCore hip_mfma_16x16x16() {
+  // 64 lanes (AMD's matrix instruction calculator): A[i][k] is element k % 4 of lane i + 16 * (k / 4),
+  // B[k][j] element k % 4 of lane j + 16 * (k / 4), D[i][j] element i % 4 of lane j + 16 * (i / 4).
+  constexpr uint8_t L = sdk::TensorCore::kLaneBit, E = sdk::TensorCore::kElemBit;
+  sdk::TensorCore tc;
+  tc.m = 16, tc.n = 16, tc.k = 16, tc.threads = 64;
+  tc.in = static_cast<uint8_t>(Scalar::FLOAT16), tc.acc = static_cast<uint8_t>(Scalar::FLOAT32);
+  const uint8_t a[] = {L + 0, L + 1, L + 2, L + 3, E + 0, E + 1, L + 4, L + 5};  // rows (m), then columns (k)
+  const uint8_t b[] = {E + 0, E + 1, L + 4, L + 5, L + 0, L + 1, L + 2, L + 3};  // rows (k), then columns (n)
+  const uint8_t c[] = {E + 0, E + 1, L + 4, L + 5, L + 0, L + 1, L + 2, L + 3};  // rows (m), then columns (n)
+  std::copy(std::begin(a), std::end(a), tc.a_bits);
+  std::copy(std::begin(b), std::end(b), tc.b_bits);
+  std::copy(std::begin(c), std::end(c), tc.c_bits);
+  return tc;
+}
+
+sdk::TensorCore hip_wmma_16x16x16() {
+  // 32 lanes (RDNA3 ISA; the HIP plugin fetches each lane's other 8 halves from lane ^ 16): A[i][k] is
+  // element k % 8 of lane i + 16 * (k / 8), B[k][j] likewise with j, D[i][j] element i / 2 of lane
+  // j + 16 * (i % 2).
+  constexpr uint8_t L = sdk::TensorCore::kLaneBit, E = sdk::TensorCore::kElemBit;
+  sdk::TensorCore tc;
+  tc.m = 16, tc.n = 16, tc.k = 16, tc.threads = 32;
+  tc.in = static_cast<uint8_t>(Scalar::FLOAT16), tc.acc = static_cast<uint8_t>(Scalar::FLOAT32);
+  const uint8_t a[] = {L + 0, L + 1, L + 2, L + 3, E + 0, E + 1, E + 2, L + 4};  // rows (m), then columns (k)
+  const uint8_t b[] = {E + 0, E + 1, E + 2, L + 4, L + 0, L + 1, L + 2, L + 3};  // rows (k), then columns (n)
+  const uint8_t c[] = {L + 4, E + 0, E + 1, E + 2, L + 0, L + 1, L + 2, L + 3};  // rows (m), then columns (n)
+  std::copy(std::begin(a), std::end(a), tc.a_bits);
+  std::copy(std::begin(b), std::end(b), tc.b_bits);
+  std::copy(std::begin(c), std::end(c), tc.c_bits);
+  return tc;
+}
+
+sdk::TensorCore metal_simdgroup_8x8() {
+  // Each of the 32 threads holds two neighbouring columns of one row of every 8x8 tile:
+  // row = 4*lane[4] + 2*lane[2] + lane[1], column = 4*lane[3] + 2*lane[0] + element; A, B and C alike.
+  constexpr uint8_t L = sdk::TensorCore::kLaneBit, E = sdk::TensorCore::kElemBit;
+  sdk::TensorCore tc;
+  tc.m = 8, tc.n = 8, tc.k = 8, tc.threads = 32;
+  tc.in = static_cast<uint8_t>(Scalar::FLOAT16), tc.acc = static_cast<uint8_t>(Scalar::FLOAT32);
+  const uint8_t layout[] = {L + 1, L + 2, L + 4, E + 0, L + 0, L + 3};  // row bits, then column bits
+  std::copy(std::begin(layout), std::end(layout), tc.a_bits);
+  std::copy(std::begin(layout), std::end(layout), tc.b_bits);
+  std::copy(std::begin(layout), std::end(layout), tc.c_bits);
   return tc;
 }
 

@@ -13,6 +13,12 @@ sdk::RendererCaps interp_caps();
 // CUDA's mma.sync.m16n8k16 with half inputs and float accumulators (the PTX ISA's fragment layouts): the
 // tensor core INTERP declares with INTERP_TC=cuda, to try the TC opt without the hardware.
 sdk::TensorCore cuda_mma_m16n8k16();
+// AMD's v_mfma_f32_16x16x16f16 (CDNA, 64 lanes) and v_wmma_f32_16x16x16_f16 (RDNA3, 32 lanes) with half
+// inputs and float sums, in the layouts the HIP plugin declares: INTERP_TC=hip_mfma and INTERP_TC=hip_wmma.
+sdk::TensorCore hip_mfma_16x16x16();
+sdk::TensorCore hip_wmma_16x16x16();
+// Metal's simdgroup 8x8 matrices (half in, float sums): INTERP_TC=metal.
+sdk::TensorCore metal_simdgroup_8x8();
 // A new INTERP device; the caller owns it.
 sdk::Device* create_interp_device();
 

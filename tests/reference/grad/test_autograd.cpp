@@ -1,10 +1,13 @@
 // The autograd API: accumulation, detach, requires-grad propagation, leaf identity across realize() and
-// assign(), gradient(), and the error messages. Expected values are derived by hand in the comments.
+// assign(), gradients through realized intermediates, gradient(), memory, and the error messages.
+// Expected values are derived by hand in the comments.
 #define BOOST_TEST_MODULE autograd
-#include "common/test_support.hpp"
 #include <boost/test/unit_test.hpp>
+#include "common/test_support.hpp"
 
 #include <cmath>
+#include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,7 +27,6 @@ void expect_values(const Tensor& t, const std::vector<double>& want) {
     BOOST_CHECK_MESSAGE(std::abs(got[i] - want[i]) <= 1e-5 * std::max(1.0, std::abs(want[i])),
                         "element " << i << ": got " << got[i] << ", want " << want[i]);
 }
-
 
 Tensor leaf(std::vector<float> v, Shape s = {}) {
   Tensor t(std::move(v), std::move(s));
@@ -99,6 +101,162 @@ BOOST_AUTO_TEST_CASE(leaf_identity_survives_realize_and_assign) {
   ones.requires_grad_();
   (ones + Tensor::ones({2}) * 3).sum().backward();  // the other ones() carry no gradient
   expect_values(ones.grad(), {1, 1});
+}
+
+// Realizing, printing or reading an intermediate does not cut it out of autograd (as in PyTorch).
+// f = sum((a + 1) * a^2): df/da = 3a^2 + 2a = (5, 16, 33, 56) at a = (1, 2, 3, 4).
+BOOST_AUTO_TEST_CASE(reading_an_intermediate_keeps_its_gradient) {
+  std::vector<std::function<void(Tensor&)>> reads = {
+      [](Tensor& y) { y.realize(); },
+      [](Tensor& y) {
+        std::ostringstream os;
+        os << y;
+      },
+      [](Tensor& y) { y.to_vector<float>(); },
+      [](Tensor& y) { y.sum().item<float>(); },  // a result computed from it, read
+  };
+  for (size_t i = 0; i < reads.size(); i++) {
+    BOOST_TEST_CONTEXT("read " << i) {
+      Tensor a = leaf({1, 2, 3, 4}, {2, 2});
+      Tensor y = a * a;
+      reads[i](y);
+      ((a + 1) * y).sum().backward();
+      expect_values(a.grad(), {5, 16, 33, 56});
+    }
+  }
+  // reading the output itself before backward: d/da sum a^2 = 2a
+  Tensor a = leaf({1, 2, 3, 4}, {2, 2});
+  Tensor y = a * a;
+  BOOST_TEST(y.to_vector<float>()[3] == 16.0f);
+  y.sum().backward();
+  expect_values(a.grad(), {2, 4, 6, 8});
+}
+
+// where(a > b, t, a - b) with t = a*b realized: d/da = b where a > b else 1, d/db = a where a > b else -1.
+BOOST_AUTO_TEST_CASE(gradient_flows_through_a_realized_branch) {
+  Tensor a = leaf({1, 5, 3, 0}), b = leaf({2, 2, 4, -1});
+  Tensor t = a * b;
+  t.realize();
+  (a > b).where(t, a - b).sum().backward();
+  expect_values(a.grad(), {1, 2, 1, -1});
+  expect_values(b.grad(), {-1, 5, -1, 0});
+}
+
+BOOST_AUTO_TEST_CASE(realized_chains_and_dropped_handles) {
+  Tensor a = leaf({1, 2, 3});
+  Tensor z;
+  {
+    Tensor y = a * a;  // its handle goes, its view stays in z's graph
+    y.realize();
+    z = y * 3;
+  }
+  z.sum().backward();  // 6a
+  expect_values(a.grad(), {6, 12, 18});
+  // y = a^2 and z = y^2 both realized: d/da sum(z + y) = 4a^3 + 2a
+  Tensor b = leaf({1, 2, 3});
+  Tensor y = (b * b).realize();
+  Tensor w = (y * y).realize();
+  (w + y).sum().backward();
+  expect_values(b.grad(), {6, 36, 114});
+  // a realized reshape of a leaf is a view of the leaf's own buffer
+  Tensor c = leaf({1, 2, 3, 4}, {2, 2});
+  Tensor flat = c.reshape({4}).realize();
+  Tensor back = flat.reshape({2, 2}).realize();
+  (flat * Tensor(std::vector<float>{1, 2, 3, 4}) + back.reshape({4})).sum().backward();
+  expect_values(c.grad(), {2, 3, 4, 5});
+}
+
+// gradient() toward a realized intermediate counts its uses before and after realize() once each.
+BOOST_AUTO_TEST_CASE(gradient_toward_a_realized_intermediate) {
+  Tensor a = leaf({1, 2}), b = leaf({3, 4});
+  Tensor h = a * b;
+  Tensor u = h * 2;  // built while h is lazy
+  h.realize();
+  Tensor y = (u + h * 3).sum();  // dy/dh = 5, dy/da = 5b, dy/db = 5a
+  std::vector<Tensor> g = y.gradient({h, a, b});
+  expect_values(g[0], {5, 5});
+  expect_values(g[1], {15, 20});
+  expect_values(g[2], {5, 10});
+}
+
+// conv's own backward rule takes its inputs' gradients; a realized input passes them on to its graph.
+BOOST_AUTO_TEST_CASE(conv_of_a_realized_input) {
+  auto grads = [](bool realize) {
+    Tensor::manual_seed(3);
+    Tensor x = Tensor::randn({1, 2, 5, 5}).realize(), w = Tensor::randn({3, 2, 3, 3}).realize();
+    x.requires_grad_(), w.requires_grad_();
+    Tensor h = (x * 2).relu();
+    if (realize) h.realize();
+    Tensor y = h.conv2d(w, Tensor(), 1, 1);
+    if (realize) y.realize();
+    (y * y).sum().backward();
+    return std::pair(x.grad().to_vector<double>(), w.grad().to_vector<double>());
+  };
+  auto [gx, gw] = grads(false);
+  auto [rx, rw] = grads(true);
+  BOOST_REQUIRE_EQUAL(gx.size(), rx.size());
+  for (size_t i = 0; i < gx.size(); i++) BOOST_CHECK_CLOSE(gx[i] + 1, rx[i] + 1, 1e-3);
+  for (size_t i = 0; i < gw.size(); i++) BOOST_CHECK_CLOSE(gw[i] + 1, rw[i] + 1, 1e-3);
+}
+
+// backward() frees the graphs of the realized tensors it went through, as PyTorch without retain_graph.
+BOOST_AUTO_TEST_CASE(a_freed_graph_is_not_walked_again) {
+  std::string freed =
+      "[backward] a tensor in this graph was realized from a graph that an earlier backward() freed (as "
+      "PyTorch does without retain_graph); compute it again";
+  Tensor a = leaf({1, 2});
+  Tensor y = (a * a).realize();
+  y.sum().backward();
+  expect_error<ValueError>([&] { y.sum().backward(); }, freed);
+  Tensor loss = (a * 3).sum();
+  loss.backward();
+  BOOST_TEST(loss.item<float>() == 9.0f);  // realized after its backward: keeps no graph
+  expect_error<ValueError>([&] { loss.backward(); }, freed);
+  // gradient() keeps what it walks
+  Tensor h = (a * a).realize();
+  expect_values(h.sum().gradient({a})[0], {2, 4});
+  expect_values(h.sum().gradient({a})[0], {2, 4});
+}
+
+// assign() writes new values into a realized intermediate: its graph no longer describes it.
+BOOST_AUTO_TEST_CASE(assign_to_a_realized_intermediate_drops_its_graph) {
+  Tensor a = leaf({1, 2});
+  Tensor y = (a * a).realize();
+  y.assign(Tensor(std::vector<float>{7, 9})).realize();
+  (y * a).sum().backward();  // y is data now: d/da = y
+  expect_values(a.grad(), {7, 9});
+}
+
+// A training loop that realizes and reads its intermediates keeps no graph past each backward(), and
+// its live nodes stay flat, also when every loss is kept.
+BOOST_AUTO_TEST_CASE(training_loop_memory_stays_flat) {
+  Tensor::manual_seed(5);
+  Tensor w = Tensor::randn({8, 4}).realize(), x = Tensor::randn({16, 8}).realize();
+  w.requires_grad_();
+  std::vector<Tensor> losses;
+  std::vector<size_t> live;
+  for (int step = 0; step < 24; step++) {
+    Tensor h = x.matmul(w).relu().realize();
+    Tensor loss = (h * h).mean();
+    loss.item<float>();
+    w.set_grad(Tensor());
+    loss.backward();
+    w.assign(w.detach() - w.grad() * 0.01).realize();
+    w.set_grad(Tensor());
+    BOOST_TEST(kept_graph_count() == 0u);
+    live.push_back(live_uop_count());
+  }
+  // the first steps fill caches (kernels, schedules); then every step ends with the same nodes alive
+  for (size_t i = 9; i < live.size(); i++)
+    BOOST_TEST(live[i] == live[8], "step " << i << ": " << live[i] << " vs " << live[8]);
+  // kept losses hold their values only
+  for (int step = 0; step < 4; step++) {
+    Tensor loss = (x.matmul(w).relu().realize() * 2).sum().realize();
+    loss.backward();
+    losses.push_back(loss);
+  }
+  BOOST_TEST(kept_graph_count() == 0u);
+  w.set_grad(Tensor());
 }
 
 BOOST_AUTO_TEST_CASE(gradient_of_targets) {

@@ -1,5 +1,6 @@
 // Gradients of every differentiable op against PyTorch autograd: gen_grads.py writes the cases, each one
-// is rebuilt here with tg::Tensor, backpropagated on the current device and compared input by input.
+// is rebuilt here with tg::Tensor, backpropagated on the current device and compared input by input, once
+// lazily and once with every intermediate realized before backward().
 #define BOOST_TEST_MODULE grad_reference
 #include <boost/test/unit_test.hpp>
 
@@ -7,12 +8,14 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "tensor/gradient.hpp"
 #include "tensor/tensor.hpp"
 
 using namespace tg;
@@ -197,9 +200,9 @@ nlohmann::json load_cases() {
   return nlohmann::json::parse(in);
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(every_case_matches_pytorch) {
+// Builds every case (with every intermediate that requires grad realized as it is made, when
+// realize_each), backpropagates and compares the output and each input's gradient with PyTorch's.
+void check_every_case(bool realize_each) {
   nlohmann::json all = load_cases();
   BOOST_REQUIRE(all.size() > 90);
   std::set<std::string> seen;
@@ -218,7 +221,12 @@ BOOST_AUTO_TEST_CASE(every_case_matches_pytorch) {
         if (in["grad"]) t.requires_grad_();
         inputs.push_back(t);
       }
-      Tensor out = fn->second(inputs);
+      Tensor out;
+      {
+        std::optional<RealizeEachOp> eager;
+        if (realize_each) eager.emplace();
+        out = fn->second(inputs);
+      }
       BOOST_CHECK_MESSAGE(out.requires_grad(), name << ": the output does not require grad");
       if (c["upstream"].is_null())
         out.backward();
@@ -243,3 +251,10 @@ BOOST_AUTO_TEST_CASE(every_case_matches_pytorch) {
   for (const auto& [name, fn] : cases())
     BOOST_CHECK_MESSAGE(seen.count(name), "the C++ case " << name << " has no PyTorch reference");
 }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_case_matches_pytorch) { check_every_case(false); }
+
+// Realizing a tensor must not change a gradient: the same cases with every intermediate realized.
+BOOST_AUTO_TEST_CASE(every_case_matches_pytorch_with_intermediates_realized) { check_every_case(true); }

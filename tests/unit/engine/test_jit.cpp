@@ -18,6 +18,7 @@
 #include "runtime/registry.hpp"
 #include "runtime/stats.hpp"
 #include "tensor/tensor.hpp"
+#include "tg/sdk/graph.hpp"
 
 using namespace tg;
 using tg::test::expect_error;
@@ -85,6 +86,25 @@ BOOST_AUTO_TEST_CASE(replay_gives_new_results_without_calling_fn) {
   BOOST_CHECK_EQUAL(f.calls(), 5u);
   BOOST_CHECK_EQUAL(f.captures(), 1u);
   BOOST_CHECK_EQUAL(f.info().launches, 1u);  // one fused kernel
+}
+
+// A device that records launch lists (INTERP does, as the reference for CUDA graphs) replays through one
+// graph, updated with each call's inputs; JIT=2 and devices without graphs launch one by one. The results
+// are the hand-computed ones either way.
+BOOST_AUTO_TEST_CASE(replays_through_a_graph_where_the_device_records_one) {
+  Jit f = jit([](std::span<const Tensor> in) -> std::vector<Tensor> {
+    Tensor h = (in[0] * 2 + 1).relu();
+    return {(h * in[1]).sum(1), h.sum()};  // two kernels, both reading an input
+  });
+  for (int step = 0; step < 4; step++) {
+    std::vector<float> x = data(step, 12), y = data(step + 50, 12);
+    std::vector<Tensor> out = f({Tensor(x, {4, 3}), Tensor(y, {4, 3})});
+    check_close(out[0].to_vector<float>(), f_by_hand(x, y, 4, 3), 1e-5);
+  }
+  const sdk::Device& dev = tg::default_device().plugin();
+  bool offers = const_cast<sdk::Device&>(dev).extension(sdk::kLaunchGraphExtension) != nullptr;
+  BOOST_TEST(f.info().graph == (offers && env::JIT.value() < 2));
+  if (tg::default_device().name() == "INTERP") BOOST_TEST(f.info().graph == (env::JIT.value() < 2));
 }
 
 BOOST_AUTO_TEST_CASE(replay_does_not_schedule_or_compile) {

@@ -1,11 +1,16 @@
 // Reading plugin files: alias names, ABI checks, every rejection reason, the search order.
 #include <boost/test/unit_test.hpp>
 
+#include <elf.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -156,4 +161,72 @@ BOOST_AUTO_TEST_CASE(directory_entries_list_only_libtg_so_files_sorted) {
   BOOST_TEST(dir[0] == (root / "b/libtg-x.so").string());
   BOOST_TEST(rt::expand({"installed", (root / "none").string(), rt::SearchKind::dir}).empty());
   fs::remove_all(root);
+}
+
+namespace {
+std::vector<char> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+template <typename T>
+void put(std::vector<char>& b, size_t at, T v) {
+  if (at + sizeof v <= b.size()) std::memcpy(b.data() + at, &v, sizeof v);
+}
+}  // namespace
+
+// Plugin files damaged the ways a disk or an attacker would (headers pointing outside the file, names without
+// their NUL, truncation, another architecture, random bytes in the section tables) are rejected with a reason
+// by inspection, never crash it, and never make it allocate what the headers claim.
+BOOST_AUTO_TEST_CASE(damaged_plugin_files_are_rejected_without_crashing) {
+  const std::vector<char> good = read_all(test::fixture("libtg-good.so"));
+  Elf64_Ehdr eh;
+  BOOST_REQUIRE(good.size() > sizeof eh);
+  std::memcpy(&eh, good.data(), sizeof eh);
+  fs::path dir = fs::temp_directory_path() / fmt::format("tg-elf-test-{}", ::getpid());
+  fs::create_directories(dir);
+  auto inspect = [&](const std::vector<char>& bytes) {
+    std::string path = (dir / "libtg-damaged.so").string();
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return rt::inspect_plugin(path).error;
+  };
+  auto mutant = [&](auto change) {
+    std::vector<char> b = good;
+    change(b);
+    return inspect(b);
+  };
+  BOOST_TEST(inspect(good) == "");
+  BOOST_TEST(mutant([&](auto& b) { put<uint64_t>(b, offsetof(Elf64_Ehdr, e_shoff), uint64_t{1} << 60); }) ==
+             "not a tinygrad.cpp plugin: damaged ELF: the section header table lies outside the file");
+  BOOST_TEST(mutant([&](auto& b) { put<uint16_t>(b, offsetof(Elf64_Ehdr, e_shnum), 65535); }) ==
+             "not a tinygrad.cpp plugin: damaged ELF: the section header table lies outside the file");
+  BOOST_TEST(mutant([&](auto& b) { put<uint16_t>(b, offsetof(Elf64_Ehdr, e_shstrndx), eh.e_shnum); }) ==
+             "not a tinygrad.cpp plugin: damaged ELF: the section name table's index is out of range");
+  BOOST_TEST(mutant([&](auto& b) { b[EI_CLASS] = ELFCLASS32; }) ==
+             "not a tinygrad.cpp plugin: built for another architecture (not a 64-bit little-endian ELF)");
+  BOOST_TEST(mutant([&](auto& b) {
+               put<uint16_t>(b, offsetof(Elf64_Ehdr, e_machine), EM_RISCV);
+             }).starts_with("not a tinygrad.cpp plugin: built for another architecture (ELF machine 243"));
+  // Every section name and offset pushed past the end of its table or the file.
+  for (size_t field : {offsetof(Elf64_Shdr, sh_name), offsetof(Elf64_Shdr, sh_offset)})
+    for (uint16_t i = 0; i < eh.e_shnum; i++) {
+      std::string why = mutant(
+          [&](auto& b) { put<uint32_t>(b, eh.e_shoff + i * sizeof(Elf64_Shdr) + field, 0xfffffff0u); });
+      BOOST_TEST((!why.empty() || field == offsetof(Elf64_Shdr, sh_offset)), "section " << i);
+    }
+  // Truncations and a few hundred random byte changes in the header and section tables: any outcome but a
+  // crash.
+  for (size_t n = 0; n < good.size(); n += good.size() / 64 + 1)
+    BOOST_TEST(
+        !inspect(std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n))).empty());
+  uint64_t seed = 12345;
+  auto next = [&seed] { return (seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+  for (int m = 0; m < 300; m++)
+    (void)mutant([&](auto& b) {
+      size_t region = m % 2 ? eh.e_shoff : 0,
+             span = m % 2 ? size_t{eh.e_shnum} * sizeof(Elf64_Shdr) : sizeof eh;
+      for (int k = 0; k < 4; k++)
+        b[std::min(b.size() - 1, region + next() % span)] = static_cast<char>(next());
+    });
+  fs::remove_all(dir);
 }

@@ -61,6 +61,10 @@ BOOST_AUTO_TEST_CASE(pow_max_min_where_clamp) {
   expect_values(c.where(f32({1.5f, 2, 3}), 0), {1.5, 0, 3});
   expect_values(c.where(0.5, f32({7, 8, 9})), {0.5, 8, 0.5});
   expect_values(b8({true, false}).reshape({2, 1}).where(f32({1, 2}), -1), {1, 2, -1, -1});  // broadcasts
+  // a constant condition folds a buffer's only read away: the kernel's other arguments still line up
+  Tensor two = Tensor::full({3}, 2.0f), u = f32({1, 2, 3}), w = f32({4, 5, 6});
+  expect_values(two.eq(0).where(f32({7, 8, 9}), u), {1, 2, 3});
+  expect_values(two.eq(0).where(f32({7, 8, 9}).lt(0).where(u * w, 0), u * w), {4, 10, 18});
   Tensor x = Tensor({-5, 0, 5, 10});
   expect_exact<int32_t>(x.clamp(0, 6), {0, 0, 5, 6});
   expect_exact<int32_t>(x.clamp({}, 3), {-5, 0, 3, 3});

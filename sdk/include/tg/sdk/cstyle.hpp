@@ -50,6 +50,9 @@ class CStyleRenderer : public Renderer {
   Status render(std::string_view name, std::span<const UOp* const> uops, Blob& source) noexcept override;
   // The source of kernel `name`; throws tg::Error subclasses.
   std::string render_source(std::string_view name, std::span<const UOp* const> uops) const;
+  // The threads of one workgroup of a kernel that reads local ids (the product of its lidx sizes), or 0 for
+  // one that reads none and so may run any workgroup size.
+  static int64_t local_threads(std::span<const UOp* const> uops);
 
   // How an ALU op prints: {0} {1} {2} are the operands, {t} the result type name. The per-dtype form
   // (keyed by the result's scalar type) wins over the general one.

@@ -147,17 +147,22 @@ constexpr const char* version_of() {
 }  // namespace tg::sdk::detail
 
 // TG_PLUGIN(MYACCEL, MyDevice): exports the descriptor for device MYACCEL implemented by MyDevice.
-#define TG_PLUGIN(NAME, DeviceClass)                                                                       \
-  namespace {                                                                                              \
-  const tg_plugin_descriptor tg_plugin_descriptor_ = {                                                     \
-      sizeof(tg_plugin_descriptor), TG_ABI_MAJOR, TG_ABI_MINOR, #NAME,                                     \
-      ::tg::sdk::detail::version_of<DeviceClass>(), ::tg::sdk::detail::priority_of<DeviceClass>(),         \
-      &::tg::sdk::detail::probe_fn<DeviceClass>, &::tg::sdk::detail::create_fn<DeviceClass>,               \
-      ::tg::sdk::detail::compile_targets_of<DeviceClass>(),                                                \
-      ::tg::sdk::detail::create_compile_only_of<DeviceClass>()};                                           \
-  }                                                                                                        \
-  BOOST_DLL_ALIAS_SECTIONED(tg_plugin_descriptor_,                                                         \
-                            BOOST_PP_CAT(BOOST_PP_CAT(BOOST_PP_CAT(tgplugin_, TG_ABI_MAJOR),               \
-                                                      BOOST_PP_CAT(_, TG_ABI_MINOR)),                      \
-                                         BOOST_PP_CAT(_, NAME)),                                           \
-                            tgplugin)
+#define TG_PLUGIN(NAME, DeviceClass)                                                                   \
+  namespace {                                                                                          \
+  const tg_plugin_descriptor tg_plugin_descriptor_ = {                                                 \
+      sizeof(tg_plugin_descriptor),                                                                    \
+      TG_ABI_MAJOR,                                                                                    \
+      TG_ABI_MINOR,                                                                                    \
+      #NAME,                                                                                           \
+      ::tg::sdk::detail::version_of<DeviceClass>(),                                                    \
+      ::tg::sdk::detail::priority_of<DeviceClass>(),                                                   \
+      &::tg::sdk::detail::probe_fn<DeviceClass>,                                                       \
+      &::tg::sdk::detail::create_fn<DeviceClass>,                                                      \
+      ::tg::sdk::detail::compile_targets_of<DeviceClass>(),                                            \
+      ::tg::sdk::detail::create_compile_only_of<DeviceClass>()};                                       \
+  }                                                                                                    \
+  BOOST_DLL_ALIAS_SECTIONED(                                                                           \
+      tg_plugin_descriptor_,                                                                           \
+      BOOST_PP_CAT(BOOST_PP_CAT(BOOST_PP_CAT(tgplugin_, TG_ABI_MAJOR), BOOST_PP_CAT(_, TG_ABI_MINOR)), \
+                   BOOST_PP_CAT(_, NAME)),                                                             \
+      tgplugin)
