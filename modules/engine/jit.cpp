@@ -22,6 +22,7 @@
 #include "tensor/gradient.hpp"
 #include "tensor/realize.hpp"
 #include "tg/sdk/graph.hpp"
+#include "viz/record.hpp"
 
 namespace tg {
 
@@ -327,9 +328,9 @@ struct Jit::Impl {
   }
 
   // Records the capture's launches as one graph when they are all kernels of one device that offers graphs
-  // (JIT=2 turns graphs off, as in tinygrad); null when they cannot be.
+  // (JIT=2 turns graphs off, as in tinygrad; VIZ times each kernel, so it does too); null when they cannot be.
   static std::unique_ptr<sdk::LaunchGraph> make_graph(Capture& c) {
-    if (env::JIT.value() >= 2 || c.launches.empty()) return nullptr;
+    if (env::JIT.value() >= 2 || viz::on() || c.launches.empty()) return nullptr;
     Device* dev = c.launches[0].device;
     std::vector<sdk::GraphLaunch> list;
     for (const Launch& l : c.launches) {
