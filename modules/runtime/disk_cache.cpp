@@ -69,8 +69,8 @@ DiskCache::DiskCache(std::string path) : path_(std::move(path)) {
   // WAL is best effort (some file systems lack shared memory); the table is not.
   sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
   const char* schema =
-      "CREATE TABLE IF NOT EXISTS programs_v1 (compiler TEXT NOT NULL, source_hash TEXT NOT NULL, "
-      "binary BLOB NOT NULL, PRIMARY KEY (compiler, source_hash))";
+      "CREATE TABLE IF NOT EXISTS programs_v2 (compiler TEXT NOT NULL, source_hash TEXT NOT NULL, "
+      "binary BLOB NOT NULL, checksum TEXT NOT NULL, PRIMARY KEY (compiler, source_hash))";
   if (sqlite3_exec(db_, schema, nullptr, nullptr, nullptr) != SQLITE_OK) {
     std::string msg = sqlite3_errmsg(db_);
     sqlite3_close(db_);
@@ -78,7 +78,7 @@ DiskCache::DiskCache(std::string path) : path_(std::move(path)) {
     throw FormatError("disk cache", fmt::format("{} is not a usable program cache: {}", path_, msg));
   }
   const char* lowered =
-      "CREATE TABLE IF NOT EXISTS lowered_v1 (key TEXT NOT NULL PRIMARY KEY, record BLOB NOT NULL)";
+      "CREATE TABLE IF NOT EXISTS lowered_v2 (key TEXT NOT NULL PRIMARY KEY, record BLOB NOT NULL)";
   if (sqlite3_exec(db_, lowered, nullptr, nullptr, nullptr) != SQLITE_OK) {
     std::string msg = sqlite3_errmsg(db_);
     sqlite3_close(db_);
@@ -89,18 +89,34 @@ DiskCache::DiskCache(std::string path) : path_(std::move(path)) {
 
 DiskCache::~DiskCache() { sqlite3_close(db_); }
 
+std::string entry_checksum(std::string_view compiler_key, std::string_view source_hash,
+                           std::span<const std::byte> binary) {
+  std::string text = fmt::format("{}\n{}\n", compiler_key, source_hash);
+  text.append(reinterpret_cast<const char*>(binary.data()), binary.size());
+  return hash_hex(text);
+}
+
 std::optional<std::vector<std::byte>> DiskCache::get(std::string_view compiler_key, std::string_view source) {
   std::lock_guard lock(mu_);
   Statement st;
-  prepare(db_, path_, "SELECT binary FROM programs_v1 WHERE compiler = ?1 AND source_hash = ?2", st);
+  prepare(db_, path_, "SELECT binary, checksum FROM programs_v2 WHERE compiler = ?1 AND source_hash = ?2", st);
+  std::string source_hash = hash_hex(source);
   bind_text(db_, path_, st, 1, compiler_key);
-  bind_text(db_, path_, st, 2, hash_hex(source));
+  bind_text(db_, path_, st, 2, source_hash);
   int rc = sqlite3_step(st.s);
   if (rc == SQLITE_DONE) return std::nullopt;
   if (rc != SQLITE_ROW) fail(db_, path_, "read");
   const auto* data = static_cast<const std::byte*>(sqlite3_column_blob(st.s, 0));
   auto n = static_cast<size_t>(sqlite3_column_bytes(st.s, 0));
-  return std::vector<std::byte>(data, data + n);
+  std::vector<std::byte> binary(data, data + n);
+  const auto* sum = reinterpret_cast<const char*>(sqlite3_column_text(st.s, 1));
+  if (sum == nullptr || entry_checksum(compiler_key, source_hash, binary) != sum) {
+    corrupt_entries_.fetch_add(1, std::memory_order_relaxed);
+    debug_log(0, "warning: [disk cache] {}: the entry for {} {} fails its checksum; making it again", path_,
+              compiler_key, source_hash);
+    return std::nullopt;
+  }
+  return binary;
 }
 
 void DiskCache::put(std::string_view compiler_key, std::string_view source,
@@ -108,21 +124,24 @@ void DiskCache::put(std::string_view compiler_key, std::string_view source,
   std::lock_guard lock(mu_);
   Statement st;
   prepare(db_, path_,
-          "INSERT OR REPLACE INTO programs_v1 (compiler, source_hash, binary) VALUES (?1, ?2, ?3)", st);
+          "INSERT OR REPLACE INTO programs_v2 (compiler, source_hash, binary, checksum) VALUES (?1, ?2, ?3, ?4)",
+          st);
+  std::string source_hash = hash_hex(source);
   bind_text(db_, path_, st, 1, compiler_key);
-  bind_text(db_, path_, st, 2, hash_hex(source));
+  bind_text(db_, path_, st, 2, source_hash);
   // sqlite3 takes a non-null pointer for an empty blob as a zero-length blob, not NULL.
   static const std::byte empty{};
   const void* data = binary.empty() ? &empty : static_cast<const void*>(binary.data());
   if (sqlite3_bind_blob64(st.s, 3, data, binary.size(), SQLITE_TRANSIENT) != SQLITE_OK)
     fail(db_, path_, "bind");
+  bind_text(db_, path_, st, 4, entry_checksum(compiler_key, source_hash, binary));
   if (sqlite3_step(st.s) != SQLITE_DONE) fail(db_, path_, "write");
 }
 
 std::optional<std::string> DiskCache::get_lowered(std::string_view key) {
   std::lock_guard lock(mu_);
   Statement st;
-  prepare(db_, path_, "SELECT record FROM lowered_v1 WHERE key = ?1", st);
+  prepare(db_, path_, "SELECT record FROM lowered_v2 WHERE key = ?1", st);
   bind_text(db_, path_, st, 1, key);
   int rc = sqlite3_step(st.s);
   if (rc == SQLITE_DONE) return std::nullopt;
@@ -135,7 +154,7 @@ std::optional<std::string> DiskCache::get_lowered(std::string_view key) {
 void DiskCache::put_lowered(std::string_view key, std::string_view record) {
   std::lock_guard lock(mu_);
   Statement st;
-  prepare(db_, path_, "INSERT OR REPLACE INTO lowered_v1 (key, record) VALUES (?1, ?2)", st);
+  prepare(db_, path_, "INSERT OR REPLACE INTO lowered_v2 (key, record) VALUES (?1, ?2)", st);
   bind_text(db_, path_, st, 1, key);
   static const char empty{};
   const void* data = record.empty() ? &empty : static_cast<const void*>(record.data());

@@ -1,7 +1,12 @@
 #pragma once
 // The on-disk cache of compiled programs: one sqlite3 file under TG_CACHE_DIR mapping
-// (compiler cache key, source hash) -> binary, shared by every process of the user.
+// (compiler cache key, source hash) -> binary, shared by every process of the user. Each entry carries a
+// checksum of its key and binary, verified before use, so a flipped byte or an entry moved to another key
+// is a miss (with a warning) rather than wrong code. The checksum is xxHash: it catches corruption, not an
+// attacker, who could as well write a plugin.
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -27,7 +32,8 @@ class DiskCache {
   DiskCache(const DiskCache&) = delete;
   DiskCache& operator=(const DiskCache&) = delete;
 
-  // The binary stored for source under this compiler key, if any. Throws FormatError on a database error.
+  // The binary stored for source under this compiler key, if any; an entry failing its checksum is reported
+  // once per read (a warning line) and counted as a miss. Throws FormatError on a database error.
   std::optional<std::vector<std::byte>> get(std::string_view compiler_key, std::string_view source);
   // Stores (or replaces) the binary. Throws FormatError on a database error (e.g. a read-only file).
   void put(std::string_view compiler_key, std::string_view source, std::span<const std::byte> binary);
@@ -35,12 +41,19 @@ class DiskCache {
   std::optional<std::string> get_lowered(std::string_view key);
   void put_lowered(std::string_view key, std::string_view record);
   const std::string& path() const { return path_; }
+  // Entries get() found failing their checksum, in this process.
+  uint64_t corrupt_entries() const { return corrupt_entries_.load(std::memory_order_relaxed); }
 
  private:
   std::string path_;
+  std::atomic<uint64_t> corrupt_entries_{0};
   sqlite3* db_ = nullptr;
   std::mutex mu_;
 };
+
+// The checksum stored with a program entry: of the compiler key, the source's hash and the binary.
+std::string entry_checksum(std::string_view compiler_key, std::string_view source_hash,
+                           std::span<const std::byte> binary);
 
 // TG_CACHE_DIR if set (a leading "~/" is the home folder), else $XDG_CACHE_HOME/tinygrad.cpp, else
 // ~/.cache/tinygrad.cpp.

@@ -16,7 +16,12 @@ namespace tg {
 
 namespace {
 
-constexpr std::string_view kMagic = "tg-lowered-1";
+constexpr std::string_view kMagic = "tg-lowered-2";
+
+// The checksum line covers the key too, so a record moved to another key is corrupt, not another kernel.
+std::string checksum(std::string_view key, std::string_view body) {
+  return hash_hex(fmt::format("{}\n{}", key, body));
+}
 
 std::atomic<uint64_t>& corrupt_count() {
   static std::atomic<uint64_t> n{0};
@@ -58,7 +63,7 @@ std::optional<LoweredKernel> parse_body(const std::string& body) {
 
 }  // namespace
 
-std::string serialize_lowered(const LoweredKernel& k) {
+std::string serialize_lowered(std::string_view key, const LoweredKernel& k) {
   std::string body = fmt::format("name {}\nbufs {}", k.name, k.bufs.size());
   for (const LoweredKernel::Buf& b : k.bufs) body += fmt::format(" {} {}", b.index, b.written ? 1 : 0);
   body += fmt::format("\nvars {}", k.vars.size());
@@ -66,15 +71,15 @@ std::string serialize_lowered(const LoweredKernel& k) {
   body += fmt::format("\nglobal {} {} {}\nlocal {} {} {}\nsource {}\n", k.dims.global[0], k.dims.global[1],
                       k.dims.global[2], k.dims.local[0], k.dims.local[1], k.dims.local[2], k.source.size());
   body += k.source;
-  return fmt::format("{} {}\n{}", kMagic, hash_hex(body), body);
+  return fmt::format("{} {}\n{}", kMagic, checksum(key, body), body);
 }
 
-std::optional<LoweredKernel> parse_lowered(std::string_view record) {
+std::optional<LoweredKernel> parse_lowered(std::string_view key, std::string_view record) {
   size_t nl = record.find('\n');
   if (nl == std::string_view::npos) return std::nullopt;
   std::string_view head = record.substr(0, nl);
   std::string body(record.substr(nl + 1));
-  if (head != fmt::format("{} {}", kMagic, hash_hex(body))) return std::nullopt;
+  if (head != fmt::format("{} {}", kMagic, checksum(key, body))) return std::nullopt;
   std::optional<LoweredKernel> k = parse_body(body);
   if (!k || !plain(k->name)) return std::nullopt;
   for (const std::string& v : k->vars)
@@ -93,7 +98,7 @@ std::optional<LoweredKernel> load_lowered(std::string_view key) {
     return std::nullopt;
   }
   if (!record) return std::nullopt;
-  std::optional<LoweredKernel> k = parse_lowered(*record);
+  std::optional<LoweredKernel> k = parse_lowered(key, *record);
   if (!k) {
     corrupt_count().fetch_add(1, std::memory_order_relaxed);
     debug_log(0, "warning: [disk cache] {}: lowered kernel {} is corrupt ({} bytes); lowering it again",
@@ -109,7 +114,7 @@ void store_lowered(std::string_view key, const LoweredKernel& k) {
   DiskCache* cache = program_disk_cache();
   if (cache == nullptr) return;
   try {
-    cache->put_lowered(key, serialize_lowered(k));
+    cache->put_lowered(key, serialize_lowered(key, k));
   } catch (const std::exception& e) {
     disable_disk_cache(e);
   }

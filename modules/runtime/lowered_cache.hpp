@@ -28,10 +28,11 @@ struct LoweredKernel {
   }
 };
 
-// The stored form: a checksum line, then the fields. parse_lowered returns nullopt for anything that is
-// not exactly such a record (truncated, edited, bit flips).
-std::string serialize_lowered(const LoweredKernel& k);
-std::optional<LoweredKernel> parse_lowered(std::string_view record);
+// The stored form: a checksum line (of the key and the fields), then the fields. parse_lowered returns
+// nullopt for anything that is not exactly such a record for this key (truncated, edited, bit flips, a
+// record stored under another key).
+std::string serialize_lowered(std::string_view key, const LoweredKernel& k);
+std::optional<LoweredKernel> parse_lowered(std::string_view key, std::string_view record);
 
 // The record stored under key in the program disk cache, if any (nullopt when CACHELEVEL=0). A corrupt
 // record is reported (DEBUG>=1), deleted by the caller's store and treated as a miss.

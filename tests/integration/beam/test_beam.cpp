@@ -12,10 +12,13 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <sqlite3.h>
 
 #include "common/test_support.hpp"
+#include "runtime/disk_cache.hpp"
 
 namespace fs = std::filesystem;
 using tg::test::shell_quote;
@@ -140,6 +143,36 @@ BOOST_AUTO_TEST_CASE(cachelevel_zero_searches_every_time) {
   BOOST_TEST(!fs::exists(cache));
 }
 
+namespace {
+
+// Gives every BEAM entry the checksum of its current content, as the cache would have written it.
+void reseal(sqlite3* db) {
+  sqlite3_stmt* st = nullptr;
+  BOOST_REQUIRE(sqlite3_prepare_v2(db, "SELECT compiler, source_hash, binary FROM programs_v2 WHERE compiler LIKE "
+                                   "'beam2|%'", -1, &st, nullptr) == SQLITE_OK);
+  std::vector<std::pair<std::string, std::string>> rows;
+  std::vector<std::string> sums;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const auto* bin = static_cast<const std::byte*>(sqlite3_column_blob(st, 2));
+    std::vector<std::byte> binary(bin, bin + sqlite3_column_bytes(st, 2));
+    rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                      reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
+    sums.push_back(tg::entry_checksum(rows.back().first, rows.back().second, binary));
+  }
+  sqlite3_finalize(st);
+  for (size_t i = 0; i < rows.size(); i++) {
+    BOOST_REQUIRE(sqlite3_prepare_v2(db, "UPDATE programs_v2 SET checksum = ?1 WHERE compiler = ?2 AND "
+                                     "source_hash = ?3", -1, &st, nullptr) == SQLITE_OK);
+    sqlite3_bind_text(st, 1, sums[i].c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, rows[i].first.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, rows[i].second.c_str(), -1, SQLITE_TRANSIENT);
+    BOOST_TEST(sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_finalize(st);
+  }
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(corrupted_entry_is_searched_again) {
   TempDir dir;
   std::string cache = (dir.path / "cache").string();
@@ -149,15 +182,16 @@ BOOST_AUTO_TEST_CASE(corrupted_entry_is_searched_again) {
   sqlite3* db = nullptr;
   BOOST_REQUIRE(sqlite3_open((fs::path(cache) / "cache.db").c_str(), &db) == SQLITE_OK);
   BOOST_TEST(sqlite3_exec(db,
-                          "UPDATE programs_v1 SET binary = CAST('[UPCAST(axis=9, arg=3)]' AS BLOB) "
+                          "UPDATE programs_v2 SET binary = CAST('[UPCAST(axis=9, arg=3)]' AS BLOB) "
                           "WHERE compiler LIKE 'beam2|%'",
                           nullptr, nullptr, nullptr) == SQLITE_OK);
   BOOST_TEST(sqlite3_changes(db) == 2);
   BOOST_TEST(sqlite3_exec(db,
-                          "UPDATE programs_v1 SET binary = x'00ff10' WHERE rowid = "
-                          "(SELECT min(rowid) FROM programs_v1 WHERE compiler LIKE 'beam2|%')",
+                          "UPDATE programs_v2 SET binary = x'00ff10' WHERE rowid = "
+                          "(SELECT min(rowid) FROM programs_v2 WHERE compiler LIKE 'beam2|%')",
                           nullptr, nullptr, nullptr) == SQLITE_OK);
   BOOST_TEST(sqlite3_changes(db) == 1);
+  reseal(db);  // well-formed entries with bad content, so they reach the BEAM reader past the checksum
   sqlite3_close(db);
 
   Run second = run_probe({{"TG_CACHE_DIR", cache}, {"BEAM", "2"}});

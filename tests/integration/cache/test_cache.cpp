@@ -7,9 +7,11 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -19,6 +21,7 @@
 #include <sqlite3.h>
 
 #include "common/test_support.hpp"
+#include "runtime/disk_cache.hpp"
 
 namespace fs = std::filesystem;
 using tg::test::shell_quote;
@@ -82,6 +85,49 @@ std::string read_file(const fs::path& p) {
 }
 
 }  // namespace
+
+// A stored program entry, as the cache's table holds it.
+struct Entry {
+  std::string compiler, source_hash, checksum;
+  std::vector<std::byte> binary;
+};
+
+// Reads every program entry, lets change edit the list, writes each back in place (by position, so an
+// entry's binary and checksum may move to another key); returns how many entries there are.
+template <class Change>
+unsigned long long edit_entries(const std::string& cache, Change change) {
+  sqlite3* db = nullptr;
+  BOOST_REQUIRE(sqlite3_open((fs::path(cache) / "cache.db").c_str(), &db) == SQLITE_OK);
+  std::vector<Entry> entries;
+  sqlite3_stmt* st = nullptr;
+  BOOST_REQUIRE(sqlite3_prepare_v2(db, "SELECT compiler, source_hash, checksum, binary FROM programs_v2", -1,
+                                   &st, nullptr) == SQLITE_OK);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const auto* bin = static_cast<const std::byte*>(sqlite3_column_blob(st, 3));
+    entries.push_back({reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                       reinterpret_cast<const char*>(sqlite3_column_text(st, 1)),
+                       reinterpret_cast<const char*>(sqlite3_column_text(st, 2)),
+                       {bin, bin + sqlite3_column_bytes(st, 3)}});
+  }
+  sqlite3_finalize(st);
+  std::vector<Entry> keys = entries;
+  change(entries);
+  for (size_t i = 0; i < entries.size(); i++) {
+    BOOST_REQUIRE(sqlite3_prepare_v2(db,
+                                     "UPDATE programs_v2 SET binary = ?1, checksum = ?2 WHERE compiler = ?3 AND "
+                                     "source_hash = ?4",
+                                     -1, &st, nullptr) == SQLITE_OK);
+    sqlite3_bind_blob(st, 1, entries[i].binary.data(), static_cast<int>(entries[i].binary.size()),
+                      SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, entries[i].checksum.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, keys[i].compiler.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, keys[i].source_hash.c_str(), -1, SQLITE_TRANSIENT);
+    BOOST_TEST(sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return entries.size();
+}
 
 BOOST_AUTO_TEST_CASE(second_process_compiles_nothing) {
   TempDir dir;
@@ -180,9 +226,9 @@ BOOST_AUTO_TEST_CASE(corrupt_lowered_record_is_lowered_again) {
   BOOST_REQUIRE(sqlite3_open((fs::path(cache) / "cache.db").c_str(), &db) == SQLITE_OK);
   // One record truncated, the others with one byte of the source changed (checksum mismatch).
   const char* damage =
-      "UPDATE lowered_v1 SET record = substr(record, 1, length(record) - 1) || 'X';"
-      "UPDATE lowered_v1 SET record = substr(record, 1, 40) WHERE rowid = (SELECT min(rowid) FROM "
-      "lowered_v1)";
+      "UPDATE lowered_v2 SET record = substr(record, 1, length(record) - 1) || 'X';"
+      "UPDATE lowered_v2 SET record = substr(record, 1, 40) WHERE rowid = (SELECT min(rowid) FROM "
+      "lowered_v2)";
   BOOST_TEST(sqlite3_exec(db, damage, nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(db);
   Run second = run_probe({{"TG_CACHE_DIR", cache}});
@@ -196,6 +242,38 @@ BOOST_AUTO_TEST_CASE(corrupt_lowered_record_is_lowered_again) {
   check_values(third);
   BOOST_TEST(third.stats["lowered"] == 0u);
   BOOST_TEST(third.out.find("is corrupt") == std::string::npos, third.out);
+}
+
+// Disk corruption inside the database never runs: a byte flipped in the middle of every cached binary, then
+// binaries (with their checksums) swapped between keys; each run gives the right values, says why it
+// compiles again, and the next run finds good entries.
+BOOST_AUTO_TEST_CASE(corrupted_or_swapped_binaries_are_never_run) {
+  TempDir dir;
+  std::string cache = (dir.path / "cache").string();
+  Run first = run_probe({{"TG_CACHE_DIR", cache}});
+  check_values(first);
+  BOOST_REQUIRE(first.stats["compiled"] >= 2u);
+  // A byte in the middle of every binary flipped; then every binary, with its checksum, moved to the next key.
+  auto flip = [](std::vector<Entry>& entries) {
+    for (Entry& e : entries) e.binary[e.binary.size() / 2] ^= std::byte{0x10};
+  };
+  auto rotate = [](std::vector<Entry>& entries) {
+    std::rotate(entries.begin(), entries.begin() + 1, entries.end());
+  };
+  for (const std::function<void(std::vector<Entry>&)>& damage :
+       {std::function<void(std::vector<Entry>&)>(flip), std::function<void(std::vector<Entry>&)>(rotate)}) {
+    BOOST_TEST(edit_entries(cache, damage) == first.stats["compiled"]);
+    Run second = run_probe({{"TG_CACHE_DIR", cache}});
+    check_values(second);
+    BOOST_TEST(second.rows == first.rows);
+    BOOST_TEST(second.stats["disk_hits"] == 0u);
+    BOOST_TEST(second.stats["compiled"] == first.stats["compiled"]);
+    BOOST_TEST(second.out.find("fails its checksum") != std::string::npos, second.out);
+    Run third = run_probe({{"TG_CACHE_DIR", cache}});
+    check_values(third);
+    BOOST_TEST(third.stats["compiled"] == 0u);
+    BOOST_TEST(third.out.find("fails its checksum") == std::string::npos, third.out);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_cache_file_is_left_alone) {
@@ -226,13 +304,15 @@ BOOST_AUTO_TEST_CASE(unloadable_cached_binary_is_compiled_again) {
   std::string cache = (dir.path / "cache").string();
   Run first = run_probe({{"TG_CACHE_DIR", cache}});
   check_values(first);
-  // Every stored binary replaced by bytes no device can load, as an older plugin's format would be.
-  sqlite3* db = nullptr;
-  BOOST_REQUIRE(sqlite3_open((fs::path(cache) / "cache.db").c_str(), &db) == SQLITE_OK);
-  BOOST_TEST(sqlite3_exec(db, "UPDATE programs_v1 SET binary = x'00010203'", nullptr, nullptr, nullptr) ==
-             SQLITE_OK);
-  BOOST_TEST(sqlite3_changes(db) == static_cast<int>(first.stats["compiled"]));
-  sqlite3_close(db);
+  // Every stored binary replaced by bytes no device can load, as an older plugin's format would be: whole
+  // entries, checksums included, so they pass the cache's check and fail in the device's loader.
+  auto unloadable = [](std::vector<Entry>& entries) {
+    for (Entry& e : entries) {
+      e.binary = {std::byte{0}, std::byte{1}, std::byte{2}, std::byte{3}};
+      e.checksum = tg::entry_checksum(e.compiler, e.source_hash, e.binary);
+    }
+  };
+  BOOST_TEST(edit_entries(cache, unloadable) == first.stats["compiled"]);
   Run second = run_probe({{"TG_CACHE_DIR", cache}, {"DEBUG", "1"}});
   check_values(second);
   BOOST_TEST(second.stats["disk_hits"] == first.stats["compiled"]);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <sqlite3.h>
+
 #include "base/error.hpp"
 #include "runtime/disk_cache.hpp"
 
@@ -78,6 +80,36 @@ BOOST_AUTO_TEST_CASE(disk_cache_survives_reopening) {
   tg::DiskCache third(path);  // two handles on one file at once
   third.put("cc", "src2", blob("bin2"));
   BOOST_TEST((second.get("cc", "src2") == std::optional(blob("bin2"))));
+}
+
+// Damage inside the database (a flipped byte, entries swapped between keys) is a miss, never the wrong binary.
+BOOST_AUTO_TEST_CASE(disk_cache_entries_are_checked_before_use) {
+  TempDir dir;
+  std::string path = (dir.path / "cache.db").string();
+  tg::DiskCache cache(path);
+  cache.put("cc", "kernel a", blob("binary of a"));
+  cache.put("cc", "kernel b", blob("binary of b"));
+  cache.put("cc", "kernel c", blob("binary of c"));
+  sqlite3* db = nullptr;
+  BOOST_REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  const char* damage =
+      // a and b exchange binary and checksum: each row is intact, but for the other key
+      "CREATE TEMP TABLE t AS SELECT source_hash, binary, checksum FROM programs_v2;"
+      "UPDATE programs_v2 SET binary = (SELECT binary FROM t WHERE t.source_hash != programs_v2.source_hash "
+      "  AND t.binary != CAST('binary of c' AS BLOB)), checksum = (SELECT checksum FROM t WHERE "
+      "  t.source_hash != programs_v2.source_hash AND t.binary != CAST('binary of c' AS BLOB)) "
+      "  WHERE binary != CAST('binary of c' AS BLOB);"
+      // c gets one byte changed
+      "UPDATE programs_v2 SET binary = CAST('binary of C' AS BLOB) WHERE binary = CAST('binary of c' AS BLOB);";
+  BOOST_TEST(sqlite3_exec(db, damage, nullptr, nullptr, nullptr) == SQLITE_OK, sqlite3_errmsg(db));
+  sqlite3_close(db);
+  BOOST_TEST(!cache.get("cc", "kernel a").has_value());
+  BOOST_TEST(!cache.get("cc", "kernel b").has_value());
+  BOOST_TEST(!cache.get("cc", "kernel c").has_value());
+  BOOST_TEST(cache.corrupt_entries() == 3u);
+  cache.put("cc", "kernel c", blob("binary of c"));  // the caller compiles again and replaces it
+  BOOST_TEST((cache.get("cc", "kernel c") == std::optional(blob("binary of c"))));
+  BOOST_TEST(cache.corrupt_entries() == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(disk_cache_rejects_a_corrupt_file_without_touching_it) {
