@@ -57,6 +57,16 @@ Status ShadercCompiler::compile(std::string_view source, tg::sdk::Blob& binary) 
   });
 }
 
+std::string spirv_error(std::span<const uint32_t> words) {
+  spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_1);
+  spv_const_binary_t bin{words.data(), words.size()};
+  spv_diagnostic diag = nullptr;
+  spv_result_t rc = spvValidate(ctx, &bin, &diag);
+  std::string error = rc == SPV_SUCCESS ? "" : diag != nullptr ? diag->error : fmt::format("error {}", int(rc));
+  spvDiagnosticDestroy(diag), spvContextDestroy(ctx);
+  return error;
+}
+
 Status ShadercCompiler::disassemble(std::span<const std::byte> binary, tg::sdk::Blob& text) noexcept {
   return tg::sdk::guard([&]() -> Status {
     if (binary.size() % 4 != 0) return {Code::invalid_argument, "SPIR-V is a whole number of 32-bit words"};

@@ -1,11 +1,18 @@
 #pragma once
 // GLSL -> SPIR-V with shaderc (linked: it is a compiler library, not a driver). The binary is the SPIR-V
 // module's words as bytes.
+#include <cstdint>
+#include <span>
 #include <string>
 
 #include "tg/sdk/compiler.hpp"
 
 namespace tg::vulkan {
+
+// SPIRV-Tools' validator on a module for Vulkan 1.1: empty when valid, else its message. Loading checks
+// this because a module is only handed to the driver when a pipeline is made, at the first launch, too
+// late for the caller to compile it again.
+std::string spirv_error(std::span<const uint32_t> words);
 
 class ShadercCompiler final : public tg::sdk::Compiler {
  public:

@@ -265,6 +265,8 @@ class VulkanDevice final : public tg::sdk::Device {
       std::vector<uint32_t> words(binary.size() / 4);
       std::memcpy(words.data(), binary.data(), binary.size());
       ci.pCode = words.data();
+      if (std::string error = spirv_error(words); !error.empty())
+        return {Code::invalid_argument, fmt::format("[VULKAN load] not a valid SPIR-V module: {}", error)};
       VkShaderModule module = VK_NULL_HANDLE;
       std::lock_guard lock(ctx_.mutex());
       vk::check(ctx_.fn().vkCreateShaderModule(ctx_.device(), &ci, nullptr, &module), "vkCreateShaderModule");

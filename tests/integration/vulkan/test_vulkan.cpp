@@ -28,6 +28,7 @@ using tg::sdk::Code;
 using tg::sdk::Device;
 using tg::sdk::Handle;
 using tg::sdk::Program;
+using tg::sdk::Status;
 using tg::test::RemoveScratch;
 
 BOOST_TEST_GLOBAL_FIXTURE(RemoveScratch);
@@ -244,6 +245,19 @@ BOOST_AUTO_TEST_CASE(compile_error_carries_shaderc_log) {
   Program* p = nullptr;
   std::vector<std::byte> junk(64, std::byte{1});
   BOOST_TEST((device().load("main", junk, &p).code() == Code::invalid_argument));
+}
+
+// A damaged module with an intact header (cut short, as a torn cache write would leave it) is refused at
+// load, where the caller can still compile again, and not at the first launch.
+BOOST_AUTO_TEST_CASE(load_refuses_a_damaged_module) {
+  Blob bin;
+  BOOST_TEST_REQUIRE(device().compiler().compile(kScale, bin).ok());
+  std::vector<std::byte> cut(bin.bytes().begin(), bin.bytes().end() - 8);
+  Program* p = nullptr;
+  Status s = device().load("main", cut, &p);
+  BOOST_TEST((s.code() == Code::invalid_argument));
+  BOOST_TEST(std::string(s.message()).find("not a valid SPIR-V module") != std::string::npos, s.message());
+  BOOST_TEST(p == nullptr);
 }
 
 // DEBUG=7 and VIZ show this: the SPIR-V as spirv-dis prints it.
