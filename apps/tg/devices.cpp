@@ -31,6 +31,8 @@ int devices(Args args) {
     return 2;
   }
   Registry& reg = Registry::global();
+  // Each probe in a child: a plugin whose probe crashes or hangs is listed with that reason, not fatal.
+  reg.probe_all(true);
   fmt::print("libtg: {}\nsearch order: built-in", runtime::libtg_path());
   for (const auto& e : reg.search_list()) fmt::print("; {} {} ({})", e.origin, e.path, kind_name(e.kind));
   fmt::print("\n\n");

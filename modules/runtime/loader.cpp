@@ -1,6 +1,13 @@
 #include "runtime/loader.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
@@ -141,6 +148,71 @@ ProbeResult probe_plugin(const tg_plugin_descriptor& d) {
   int ok = d.probe(reason, sizeof reason);
   ProbeResult r{ok != 0, std::string(reason, strnlen(reason, sizeof reason)), timer.seconds()};
   if (!r.usable && r.reason.empty()) r.reason = "probe() failed without a reason";
+  return r;
+}
+
+ProbeResult probe_plugin_isolated(const tg_plugin_descriptor& d, double timeout_seconds) {
+  Timer timer;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return probe_plugin(d);  // no pipe, no child: as selection does
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]), close(fds[1]);
+    return probe_plugin(d);
+  }
+  if (pid == 0) {  // the child: probe, write "<0|1><reason>", leave without running exit handlers
+    close(fds[0]);
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT})  // the host's crash handlers stay out of it
+      signal(sig, SIG_DFL);
+    char reason[1024] = {};
+    char answer[1 + sizeof reason];
+    answer[0] = d.probe(reason, sizeof reason) != 0 ? '1' : '0';
+    size_t n = strnlen(reason, sizeof reason);
+    std::memcpy(answer + 1, reason, n);
+    for (size_t at = 0; at < n + 1;) {
+      ssize_t w = write(fds[1], answer + at, n + 1 - at);
+      if (w <= 0) break;
+      at += static_cast<size_t>(w);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string answer;
+  bool timed_out = false;
+  for (;;) {
+    int left_ms = static_cast<int>((timeout_seconds - timer.seconds()) * 1e3);
+    if (left_ms <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    int r = poll(&p, 1, left_ms);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;  // the deadline is checked above
+    char buf[512];
+    ssize_t got = read(fds[0], buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // EOF: the child is done (or gone)
+    answer.append(buf, static_cast<size_t>(got));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  ProbeResult r{false, {}, timer.seconds()};
+  if (timed_out)
+    r.reason = fmt::format("probe() did not finish in {:g} s (stopped)", timeout_seconds);
+  else if (WIFSIGNALED(status))
+    r.reason = fmt::format("probe() crashed ({})", strsignal(WTERMSIG(status)));
+  else if (answer.empty())
+    r.reason = fmt::format("probe() ended the process (exit status {}) without answering",
+                           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  else {
+    r.usable = answer[0] == '1';
+    r.reason = answer.substr(1);
+    if (!r.usable && r.reason.empty()) r.reason = "probe() failed without a reason";
+  }
   return r;
 }
 

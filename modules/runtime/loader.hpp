@@ -44,6 +44,9 @@ struct ProbeResult {
   double seconds = 0;
 };
 ProbeResult probe_plugin(const tg_plugin_descriptor& d);
+// The same in a forked child that reports back through a pipe: a probe that crashes, exits or runs past
+// timeout_seconds (then killed) gives a reason saying so, and this process is untouched.
+ProbeResult probe_plugin_isolated(const tg_plugin_descriptor& d, double timeout_seconds);
 
 // Where plugins are searched, in order. A file entry is one candidate; a dir entry contributes every
 // libtg-*.so in it; a tree entry every libtg-*.so one level below it (the build tree's plugins/*/).

@@ -25,8 +25,7 @@ void fill_from_descriptor(Candidate& c, const tg_plugin_descriptor& d) {
   c.descriptor = &d;
   c.version = d.version != nullptr ? d.version : "";
   c.priority = d.priority;
-  runtime::ProbeResult p = runtime::probe_plugin(d);
-  c.usable = p.usable, c.reason = std::move(p.reason), c.probe_seconds = p.seconds;
+  c.probed = false;  // probed when first asked (Registry::probed)
 }
 }  // namespace
 
@@ -82,7 +81,8 @@ void Registry::add_candidate(const runtime::PluginFile& pf, const std::string& o
                                                     .path = pf.path,
                                                     .origin = origin,
                                                     .abi_major = pf.abi.major,
-                                                    .abi_minor = pf.abi.minor});
+                                                    .abi_minor = pf.abi.minor,
+                                                    .probed = true});  // until a descriptor is loaded
   if (!pf.error.empty()) {
     c.reason = pf.error;
     return;
@@ -101,11 +101,34 @@ void Registry::add_candidate(const runtime::PluginFile& pf, const std::string& o
   fill_from_descriptor(c, *loaded.descriptor);
 }
 
+const Candidate& Registry::probed(size_t i, bool isolated) const {
+  std::lock_guard lock(probe_mu_);
+  Candidate& c = candidates_[i];
+  if (!c.probed && c.descriptor != nullptr) {
+    runtime::ProbeResult p = isolated ? runtime::probe_plugin_isolated(*c.descriptor, config_.probe_timeout_seconds)
+                                      : runtime::probe_plugin(*c.descriptor);
+    c.usable = p.usable, c.reason = std::move(p.reason), c.probe_seconds = p.seconds;
+    debug_log(3, "[device] probed {} in {:.2f} ms{}: {}", c.name, p.seconds * 1e3, isolated ? " (in a child)" : "",
+              c.usable ? "usable" : c.reason);
+  }
+  c.probed = true;
+  return c;
+}
+
+std::span<const Candidate> Registry::candidates() const {
+  probe_all(false);
+  return candidates_;
+}
+
+void Registry::probe_all(bool isolated) const {
+  for (size_t i = 0; i < candidates_.size(); i++) probed(i, isolated);
+}
+
 const Candidate* Registry::find(std::string_view name) const {
-  if (auto owner = owner_.find(name); owner != owner_.end()) return &candidates_[owner->second];
+  if (auto owner = owner_.find(name); owner != owner_.end()) return &probed(owner->second);
   auto it = std::find_if(candidates_.begin(), candidates_.end(),
                          [&](const Candidate& c) { return c.name == name; });
-  return it != candidates_.end() ? &*it : nullptr;
+  return it != candidates_.end() ? &probed(static_cast<size_t>(it - candidates_.begin())) : nullptr;
 }
 
 const Candidate& Registry::require(const std::string& name) const {
@@ -135,21 +158,22 @@ DeviceSpec Registry::default_spec(std::string* why) const {
     require(spec.name);
     return spec;
   }
-  std::vector<const Candidate*> owners;
-  for (const auto& [name, i] : owner_) owners.push_back(&candidates_[i]);
-  std::sort(owners.begin(), owners.end(), [](const Candidate* a, const Candidate* b) {
-    return a->priority != b->priority ? a->priority > b->priority : a < b;  // ties: discovery order
+  std::vector<size_t> owners;
+  for (const auto& [name, i] : owner_) owners.push_back(i);
+  std::sort(owners.begin(), owners.end(), [&](size_t a, size_t b) {
+    const Candidate &ca = candidates_[a], &cb = candidates_[b];
+    return ca.priority != cb.priority ? ca.priority > cb.priority : a < b;  // ties: discovery order
   });
-  for (const Candidate* c : owners)
-    if (auto flag = config_.env.find(c->name); flag != config_.env.end() && flag->second == "1") {
-      because = c->name + "=1";
-      require(c->name);
-      return DeviceSpec{.name = c->name};
+  for (size_t i : owners)
+    if (auto flag = config_.env.find(candidates_[i].name); flag != config_.env.end() && flag->second == "1") {
+      because = candidates_[i].name + "=1";
+      require(candidates_[i].name);
+      return DeviceSpec{.name = candidates_[i].name};
     }
-  for (const Candidate* c : owners)
-    if (c->usable && c->priority >= 0) {
+  for (size_t i : owners)  // probing stops at the first usable one
+    if (candidates_[i].priority >= 0 && probed(i).usable) {
       because = "highest priority usable device";
-      return DeviceSpec{.name = c->name};
+      return DeviceSpec{.name = candidates_[i].name};
     }
   because = "no usable device";
   throw DeviceError("device", "no usable device; run `tg devices` to see why each candidate was rejected");

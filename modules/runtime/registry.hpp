@@ -28,6 +28,7 @@ struct Candidate {
   bool usable = false;
   std::string reason;  // why not usable (rejection, probe failure, "shadowed by <path>")
   double probe_seconds = 0;
+  bool probed = false;  // probe() has run (or never will: the file was rejected before loading)
   const tg_plugin_descriptor* descriptor = nullptr;  // set once loaded and checked
 };
 
@@ -41,6 +42,7 @@ struct RegistryConfig {
   bool search_installed = true;   // <libtg dir>/TG_PLUGIN_SUBDIR
   bool search_build_tree = true;  // TG_BUILD_ROOT/plugins/*/, only when libtg runs from there
   std::span<const tg_plugin_descriptor* const> builtins = runtime::builtin_devices();  // searched first
+  double probe_timeout_seconds = 10;  // probe_all(isolated): a child still probing after this is killed
 
   // The process environment: TG_PLUGIN_PATH and DEV through the env registry, plus every NAME=1.
   static RegistryConfig from_environment();
@@ -57,10 +59,16 @@ class Registry {
   // (plugins are never unloaded, and devices may be in use until exit).
   static Registry& global();
 
-  std::span<const Candidate> candidates() const { return candidates_; }
+  // Every candidate, each probed (in this process, unless probe_all(true) ran first).
+  std::span<const Candidate> candidates() const;
   std::span<const runtime::SearchEntry> search_list() const { return search_; }
-  // The candidate that owns a device name (the first found), or null.
+  // The candidate that owns a device name (the first found), probed, or null.
   const Candidate* find(std::string_view name) const;
+  // Probes every candidate not probed yet. isolated: each probe runs in a child process, so a plugin whose
+  // probe crashes, exits or hangs (killed after probe_timeout_seconds) is reported as such instead of
+  // taking this process down; `tg devices` does this. Selection never needs it: it probes only the device
+  // it picks (DEV, NAME=1), or candidates in priority order until one is usable.
+  void probe_all(bool isolated) const;
 
   // What default_device() would open: DEV, else the highest-priority NAME=1, else the first usable
   // device by priority (never one with priority < 0). Throws DeviceError when that device is unknown
@@ -79,10 +87,14 @@ class Registry {
   void add_builtins();
   void add_candidate(const runtime::PluginFile& pf, const std::string& origin);
   const Candidate& require(const std::string& name) const;
+  const Candidate& probed(size_t i, bool isolated = false) const;
 
   RegistryConfig config_;
   std::vector<runtime::SearchEntry> search_;
-  std::vector<Candidate> candidates_;
+  // Probing is lazy: discovery only reads files and loads plugins; a candidate's probe runs the first time
+  // its usability is asked. Guarded by probe_mu_.
+  mutable std::vector<Candidate> candidates_;
+  mutable std::recursive_mutex probe_mu_;
   std::map<std::string, size_t, std::less<>> owner_;  // device name -> the candidate that owns it
   std::mutex mu_;
   std::map<std::pair<std::string, int>, std::unique_ptr<Device>> devices_;

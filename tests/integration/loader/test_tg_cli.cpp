@@ -166,6 +166,17 @@ BOOST_AUTO_TEST_CASE(devices_shows_how_the_default_was_chosen) {
                       "NAME[:index][:renderer[:arch]])"));
 }
 
+// Plugins whose probe crashes, exits or hangs are listed with that reason, and `tg devices` finishes.
+BOOST_AUTO_TEST_CASE(devices_survives_probes_that_crash_exit_or_hang) {
+  Run r = run_tg("devices", {{"TG_PLUGIN_PATH", arg(2) + "/hostile"}, {"DEV", "NULL"}});
+  BOOST_TEST(r.status == 0, r.out);
+  auto ls = lines(r.out);
+  BOOST_TEST(row_for(ls, "libtg-crash.so").ends_with("probe() crashed (Segmentation fault)"), r.out);
+  BOOST_TEST(row_for(ls, "libtg-exit.so").ends_with("probe() ended the process (exit status 3) without answering"));
+  BOOST_TEST(row_for(ls, "libtg-hang.so").ends_with("probe() did not finish in 10 s (stopped)"));
+  BOOST_TEST(has_line(ls, "default: NULL:0 (DEV=NULL)"));
+}
+
 BOOST_AUTO_TEST_CASE(env_lists_every_declared_variable) {
   Run r = run_tg("env", {{"BEAM", "3"}, {"DEV", "NULL:0"}});
   BOOST_TEST(r.status == 0);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -260,4 +261,29 @@ BOOST_AUTO_TEST_CASE(null_device_runs_nothing) {
   double seconds = -1;
   BOOST_TEST(program->launch({}, {}, {}, true, &seconds).ok());
   BOOST_TEST(seconds == 0.0);
+}
+
+// Plugins whose probe crashes, exits or hangs (tests/fixtures/hostile): selecting another device by DEV
+// never probes them, and probe_all(true), as `tg devices` runs it, reports each instead of dying with it.
+BOOST_AUTO_TEST_CASE(misbehaving_probes_are_not_run_in_this_process) {
+  std::string dir = test::fixture_dir() + "/hostile";
+  {
+    auto reg = make({{"TG_PLUGIN_PATH", dir}, {"DEV", "NULL"}});
+    BOOST_TEST(reg.default_spec().name == "NULL");
+    BOOST_TEST(reg.device("NULL").name() == "NULL");
+  }
+  tg::Registry reg(tg::RegistryConfig{.env = {{"TG_PLUGIN_PATH", dir}},
+                                      .search_installed = false,
+                                      .search_build_tree = false,
+                                      .builtins = kOnlyNull,
+                                      .probe_timeout_seconds = 1});
+  reg.probe_all(true);
+  std::map<std::string, std::string> reasons;
+  for (const tg::Candidate& c : reg.candidates()) reasons[c.name] = c.usable ? "ok" : c.reason;
+  BOOST_TEST(reasons["NULL"] == "ok");
+  BOOST_TEST(reasons["FIXTURE_CRASH"] == "probe() crashed (Segmentation fault)");
+  BOOST_TEST(reasons["FIXTURE_EXIT"] == "probe() ended the process (exit status 3) without answering");
+  BOOST_TEST(reasons["FIXTURE_HANG"] == "probe() did not finish in 1 s (stopped)");
+  BOOST_TEST(error_of([&] { reg.device("FIXTURE_CRASH"); }) ==
+             "[device] FIXTURE_CRASH is unavailable: probe() crashed (Segmentation fault)");
 }
