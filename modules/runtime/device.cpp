@@ -31,7 +31,12 @@ DeviceSpec DeviceSpec::parse(std::string_view spec) {
   if (std::any_of(parts.begin(), parts.end(), [](std::string_view p) { return p.empty(); }))
     throw bad("empty field");
   DeviceSpec out;
-  for (char c : parts[0]) out.name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : parts[0]) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+      throw bad(fmt::format("'{}' is not a device name (letters, digits, _)", parts[0]));
+    out.name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  if (parts.size() > 1 && parts[1][0] == '-') throw bad("the index is a number from 0");
   size_t next = 1;
   if (parts.size() > 1 && std::isdigit(static_cast<unsigned char>(parts[1][0]))) {
     auto [end, ec] = std::from_chars(parts[1].data(), parts[1].data() + parts[1].size(), out.index);

@@ -11,10 +11,35 @@
 #include "base/env.hpp"
 #include "base/error.hpp"
 #include "base/log.hpp"
+#include "tg/sdk/spec_fields.hpp"
 
 namespace tg {
 
 namespace {
+bool lists(std::string_view names, std::string_view name) {
+  for (size_t start = 0; start < names.size();) {
+    size_t end = std::min(names.find(' ', start), names.size());
+    if (names.substr(start, end - start) == name) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// DEV's renderer and arch fields must be ones the device takes (sdk/spec_fields.hpp), never ignored.
+void check_spec_fields(const DeviceSpec& spec, sdk::Device& dev) {
+  const auto* f = static_cast<const sdk::SpecFields*>(dev.extension(sdk::kSpecFieldsExtension));
+  auto check = [&](std::string_view field, const std::string& value, const char* accepted) {
+    if (value.empty() || (accepted != nullptr && lists(accepted, value))) return;
+    throw DeviceError("device", fmt::format("{} has no {} '{}' ({}); DEV is NAME[:index][:renderer[:arch]]",
+                                            spec.name, field, value,
+                                            accepted != nullptr && *accepted != '\0'
+                                                ? fmt::format("it takes: {}", accepted)
+                                                : fmt::format("it takes no {} field", field)));
+  };
+  check("renderer", spec.renderer, f != nullptr ? f->renderers : nullptr);
+  check("arch", spec.arch, f != nullptr ? f->archs : nullptr);
+}
+
 bool is_device_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -185,7 +210,11 @@ Device& Registry::device(const DeviceSpec& spec) {
   auto key = std::make_pair(spec.name, spec.index);
   {
     std::lock_guard lock(mu_);  // an open device (compile-only ones included) needs no probe
-    if (auto it = devices_.find(key); it != devices_.end()) return *it->second;
+    if (auto it = devices_.find(key); it != devices_.end()) {
+      const DeviceSpec& open = it->second->spec();
+      if (open.renderer != spec.renderer || open.arch != spec.arch) check_spec_fields(spec, it->second->plugin());
+      return *it->second;
+    }
   }
   const Candidate& c = require(spec.name);
   std::lock_guard lock(mu_);
@@ -196,7 +225,9 @@ Device& Registry::device(const DeviceSpec& spec) {
     throw DeviceError("device", fmt::format("cannot open {}:{}: {}", spec.name, spec.index,
                                             err[0] != '\0' ? std::string(err, strnlen(err, sizeof err))
                                                            : "create() failed without a reason"));
-  auto dev = std::make_unique<Device>(spec, std::unique_ptr<sdk::Device>(static_cast<sdk::Device*>(raw)));
+  std::unique_ptr<sdk::Device> impl(static_cast<sdk::Device*>(raw));
+  check_spec_fields(spec, *impl);
+  auto dev = std::make_unique<Device>(spec, std::move(impl));
   debug_log(2, "[device] opened {} from {}: {}", dev->str(), c.path, dev->description());
   return *devices_.emplace(key, std::move(dev)).first->second;
 }

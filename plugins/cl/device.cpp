@@ -14,6 +14,7 @@
 #include "plugins/cl/spirv_path.hpp"
 #include "runtime/device.hpp"
 #include "tg/sdk/plugin.hpp"
+#include "tg/sdk/spec_fields.hpp"
 
 namespace tg::cldev {
 
@@ -159,6 +160,10 @@ class ClDevice final : public tg::sdk::Device {
     return spirv_compiler_ != nullptr ? *spirv_compiler_ : static_cast<tg::sdk::Compiler&>(compiler_);
   }
   std::string_view description() const noexcept override { return description_; }
+  const void* extension(uint32_t id) noexcept override {
+    static constexpr tg::sdk::SpecFields kFields{.renderers = "opencl spirv", .archs = ""};
+    return id == tg::sdk::kSpecFieldsExtension ? &kFields : nullptr;
+  }
 
   Status synchronize() noexcept override {
     cl_int err = ctx_->cl().clFinish(ctx_->queue());

@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(device_spec_parses_every_form) {
   s = tg::DeviceSpec::parse("CUDA:nv");  // the index is optional
   BOOST_TEST(s.index == 0);
   BOOST_TEST(s.renderer == "nv");
-  for (const char* bad : {"", ":1", "CUDA:", "CUDA::ptx", "CUDA:1x", "CUDA:1:a:b:c"})
+  for (const char* bad : {"", ":1", "CUDA:", "CUDA::ptx", "CUDA:1x", "CUDA:1:a:b:c", "CUDA:-1", "CU DA", "CUDA=1"})
     BOOST_CHECK_THROW(tg::DeviceSpec::parse(bad), tg::DeviceError);
   try {
     tg::DeviceSpec::parse("CUDA:1:a:b:c");
@@ -168,5 +168,12 @@ BOOST_AUTO_TEST_CASE(device_spec_parses_every_form) {
     BOOST_TEST(
         std::string(e.what()) ==
         "[device] bad device 'CUDA:1:a:b:c': too many fields; expected NAME[:index][:renderer[:arch]]");
+  }
+  try {
+    tg::DeviceSpec::parse("CLANG:-1");
+  } catch (const tg::DeviceError& e) {
+    BOOST_TEST(std::string(e.what()) ==
+               "[device] bad device 'CLANG:-1': the index is a number from 0; expected "
+               "NAME[:index][:renderer[:arch]]");
   }
 }

@@ -287,3 +287,16 @@ BOOST_AUTO_TEST_CASE(misbehaving_probes_are_not_run_in_this_process) {
   BOOST_TEST(error_of([&] { reg.device("FIXTURE_CRASH"); }) ==
              "[device] FIXTURE_CRASH is unavailable: probe() crashed (Segmentation fault)");
 }
+
+// DEV's renderer and arch fields go to devices that declare them (sdk/spec_fields.hpp); others refuse them
+// rather than ignore them.
+BOOST_AUTO_TEST_CASE(renderer_and_arch_fields_must_be_taken_by_the_device) {
+  auto reg = make({});
+  BOOST_TEST(error_of([&] { reg.device("NULL:0:foo"); }) ==
+             "[device] NULL has no renderer 'foo' (it takes no renderer field); DEV is "
+             "NAME[:index][:renderer[:arch]]");
+  BOOST_TEST(error_of([&] { reg.device("NULL:abc"); }) ==
+             "[device] NULL has no renderer 'abc' (it takes no renderer field); DEV is "
+             "NAME[:index][:renderer[:arch]]");
+  BOOST_TEST(reg.device("NULL").name() == "NULL");  // the refused ones left nothing open
+}
