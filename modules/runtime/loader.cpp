@@ -85,9 +85,18 @@ PluginFile inspect_plugin(const std::string& path) {
   };
   std::error_code ec;
   fs::path canon = fs::canonical(path, ec);
-  if (ec) return fail("no such file");
+  if (ec) {
+    std::error_code lec;
+    if (fs::is_symlink(fs::symlink_status(path, lec)))
+      return fail(ec == std::errc::too_many_symbolic_link_levels ? "a symbolic link loop"
+                                                                 : "a symbolic link to a missing file");
+    return fail("no such file");
+  }
   f.path = canon.string();
-  if (!fs::is_regular_file(canon)) return fail("not a regular file");
+  fs::file_status st = fs::status(canon, ec);
+  if (fs::is_directory(st)) return fail("not a regular file (a directory)");
+  if (fs::is_fifo(st)) return fail("not a regular file (a FIFO)");
+  if (!fs::is_regular_file(st)) return fail("not a regular file");
   SectionSymbols elf = section_symbols(f.path, "tgplugin");
   if (!elf.error.empty()) return fail(fmt::format("{}{}", kNotPlugin, elf.error));
   std::vector<std::string> aliases;
@@ -237,8 +246,9 @@ std::vector<SearchEntry> search_list(std::string_view plugin_path, bool installe
 static std::vector<std::string> plugin_files_in(const fs::path& dir) {
   std::vector<std::string> out;
   std::error_code ec;
+  // Everything named like a plugin, so that a link to nothing, a FIFO or a folder is listed with a reason.
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (is_plugin_file_name(e.path()) && e.is_regular_file(ec)) out.push_back(e.path().string());
+    if (is_plugin_file_name(e.path())) out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -2,6 +2,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <elf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,9 +78,32 @@ BOOST_AUTO_TEST_CASE(inspect_rejects_with_a_reason) {
              fmt::format("more than one descriptor ({}, {}); a plugin exports exactly one",
                          alias("FIXTURE_ONE"), alias("FIXTURE_TWO")));
   BOOST_TEST(reason("libtg-missing.so") == "no such file");
-  BOOST_TEST(rt::inspect_plugin(test::fixture_dir()).error == "not a regular file");
+  BOOST_TEST(rt::inspect_plugin(test::fixture_dir()).error == "not a regular file (a directory)");
   // The ABI was read from the file even though it was rejected.
   BOOST_TEST(rt::inspect_plugin(test::fixture("libtg-badabi.so")).abi.major == 99);
+}
+
+// A folder in the plugin path holding things named like plugins that are not files: each is listed by
+// expand() and inspect_plugin says what it is, rather than the folder scan dropping it unseen.
+BOOST_AUTO_TEST_CASE(links_fifos_and_folders_named_like_plugins_get_reasons) {
+  std::string templ = (fs::temp_directory_path() / "tg-odd-plugins-XXXXXX").string();
+  BOOST_REQUIRE(mkdtemp(templ.data()) != nullptr);
+  fs::path dir = templ;
+  fs::create_symlink(dir / "nowhere.so", dir / "libtg-dangling.so");
+  fs::create_symlink(dir / "libtg-loop.so", dir / "libtg-loop.so");
+  BOOST_REQUIRE(mkfifo((dir / "libtg-fifo.so").c_str(), 0600) == 0);
+  fs::create_directory(dir / "libtg-folder.so");
+  std::vector<std::string> files = rt::expand({"TG_PLUGIN_PATH", dir.string(), rt::SearchKind::dir});
+  std::vector<std::string> reasons;
+  for (const std::string& f : files)
+    reasons.push_back(fs::path(f).filename().string() + ": " + rt::inspect_plugin(f).error);
+  std::vector<std::string> expected = {"libtg-dangling.so: a symbolic link to a missing file",
+                                       "libtg-fifo.so: not a regular file (a FIFO)",
+                                       "libtg-folder.so: not a regular file (a directory)",
+                                       "libtg-loop.so: a symbolic link loop"};
+  BOOST_TEST(reasons == expected, boost::test_tools::per_element());
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 BOOST_AUTO_TEST_CASE(load_checks_the_descriptor_and_caches_per_file) {
