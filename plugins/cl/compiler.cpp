@@ -176,4 +176,11 @@ Status ClCompiler::compile(std::string_view source, tg::sdk::Blob& binary) noexc
   });
 }
 
+tg::sdk::Status ClCompiler::disassemble(std::span<const std::byte> binary, tg::sdk::Blob& text) noexcept {
+  (void)binary, (void)text;
+  return tg::sdk::unsupported(
+      "[CL disassemble] OpenCL has no disassembly API and the driver's program binary is its own format; "
+      "DEV=CL:spirv shows each kernel as SPIR-V");
+}
+
 }  // namespace tg::cldev

@@ -23,6 +23,8 @@ class ClCompiler final : public tg::sdk::Compiler {
   // Platform, device, driver and build options: the driver's binary is only valid for exactly those.
   std::string_view cache_key() const noexcept override { return cache_key_; }
   tg::sdk::Status compile(std::string_view source, tg::sdk::Blob& binary) noexcept override;
+  // OpenCL has no disassembly API and the driver's binary is its own format: says so (DEBUG=7, VIZ).
+  tg::sdk::Status disassemble(std::span<const std::byte> binary, tg::sdk::Blob& text) noexcept override;
 
   const std::string& build_options() const { return options_; }
 

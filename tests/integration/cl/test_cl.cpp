@@ -173,6 +173,15 @@ BOOST_AUTO_TEST_CASE(compile_error_carries_the_build_log) {
   BOOST_TEST(msg.find("error") != std::string::npos, msg);
 }
 
+// DEBUG=7 and VIZ ask every compiler for assembly; the OpenCL C path has none and says why.
+BOOST_AUTO_TEST_CASE(disassembly_is_declined_with_the_reason) {
+  tg::sdk::Blob bin, text;
+  BOOST_TEST_REQUIRE(device().compiler().compile("__kernel void k(__global float* a) { a[0] = 1.0f; }\n", bin).ok());
+  auto s = device().compiler().disassemble(bin.bytes(), text);
+  BOOST_TEST(static_cast<int>(s.code()) == static_cast<int>(Code::unsupported));
+  BOOST_TEST(std::string(s.message()).find("DEV=CL:spirv") != std::string::npos, s.message());
+}
+
 BOOST_AUTO_TEST_CASE(launch_with_long_argument_and_profiling_time) {
   Device& dev = device();
   auto prog = build(dev, "axpy", R"(
