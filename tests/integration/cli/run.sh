@@ -71,11 +71,14 @@ check 1 "^tg infer: \[safe_load\] cannot open '$dir/loop': Too many levels of sy
   "$tg" infer --model "$dir/loop"
 
 # std exceptions end in a line too: a valid header over 4 GB of (sparse) data, under a 2 GB memory limit
-fashion "$dir/huge" 0
-idx 5100000 28 28 > "$dir/huge/train-images-idx3-ubyte"
-truncate -s $((16 + 5100000 * 784)) "$dir/huge/train-images-idx3-ubyte"
-check 1 "^tg train-mnist: out of memory$" \
-  bash -c 'ulimit -v 2000000 && exec "$@"' - "$tg" train-mnist --data "$dir/huge" --steps 1
+# (not under AddressSanitizer, whose shadow memory needs more address space than that)
+if [ -z "${ASAN_OPTIONS:-}" ]; then
+  fashion "$dir/huge" 0
+  idx 5100000 28 28 > "$dir/huge/train-images-idx3-ubyte"
+  truncate -s $((16 + 5100000 * 784)) "$dir/huge/train-images-idx3-ubyte"
+  check 1 "^tg train-mnist: out of memory$" \
+    bash -c 'ulimit -v 2000000 && exec "$@"' - "$tg" train-mnist --data "$dir/huge" --steps 1
+fi
 
 # a save that fails half way (the file size limit, as a full disk) leaves the old model as it was
 cp "$dir/m.safetensors" "$dir/m.before"
