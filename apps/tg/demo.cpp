@@ -15,7 +15,11 @@
 
 namespace tg::cli {
 
-int demo(Args) {
+int demo(Args args) {
+  if (!args.empty()) {
+    fmt::print(stderr, "tg demo: takes no arguments\n");
+    return 2;
+  }
   Device& dev = tg::default_device();
   fmt::print("device: {} ({})\n\n", dev.str(), dev.description());
 

@@ -3,6 +3,7 @@
 
 #include "apps/tg/commands.hpp"
 #include "base/env.hpp"
+#include "base/error.hpp"
 
 namespace tg::cli {
 
@@ -11,6 +12,7 @@ int env(Args args) {
     fmt::print(stderr, "tg env: takes no arguments\n");
     return 2;
   }
+  int status = 0;
   for (const auto& v : tg::env::all()) {
     auto raw = tg::env::raw(v.name);
     if (raw)
@@ -18,8 +20,15 @@ int env(Args args) {
     else
       fmt::print("{}={} (default)\n", v.name, v.default_value);
     fmt::print("    {}\n", v.meaning);
+    try {
+      if (v.integer) tg::env::get_int(v.name);
+    } catch (const tg::Error& e) {  // every other command refuses to start with this value
+      fmt::print("    error: {}\n", e.what());
+      fmt::print(stderr, "tg env: {}\n", e.what());
+      status = 1;
+    }
   }
-  return 0;
+  return status;
 }
 
 }  // namespace tg::cli

@@ -1,33 +1,70 @@
 // tg: the command-line entry point. A subcommand is a function in its own file plus one row below.
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "apps/tg/commands.hpp"
+#include "base/env.hpp"
 #include "base/error.hpp"
 #include "tg/sdk/plugin.hpp"
 
 namespace {
 
 struct Command {
-  std::string_view name, help;
+  std::string_view name, help, flags;
   int (*run)(tg::cli::Args);
 };
 
 constexpr Command kCommands[] = {
-    {"devices", "list every device candidate, why it is or is not usable, and the default", tg::cli::devices},
-    {"env", "list the environment variables tinygrad.cpp reads, with their values", tg::cli::env},
-    {"demo", "follow one small computation through schedule, generated source and result", tg::cli::demo},
-    {"train-mnist", "train the Fashion-MNIST CNN (--steps --batch --lr --seed --out --data --eval)", tg::cli::train_mnist},
-    {"viz", "serve a trace saved with VIZ=1 VIZ_OUT=FILE on 127.0.0.1 (VIZ_PORT, default 8000)", tg::cli::viz},
-    {"infer", "classify Fashion-MNIST test images with a saved model (--model --data --show --eval)", tg::cli::infer},
+    {"devices", "list every device candidate, why it is or is not usable, and the default", "",
+     tg::cli::devices},
+    {"env", "list the environment variables tinygrad.cpp reads, with their values", "", tg::cli::env},
+    {"demo", "follow one small computation through schedule, generated source and result", "", tg::cli::demo},
+    {"train-mnist", "train the Fashion-MNIST CNN (--steps --batch --lr --seed --out --data --eval)",
+     "[--steps 1000] [--batch 128] [--lr 0.003] [--seed 42] [--out fashion_mnist_cnn.safetensors] "
+     "[--data DIR] [--eval N]",
+     tg::cli::train_mnist},
+    {"viz", "serve a trace saved with VIZ=1 VIZ_OUT=FILE on 127.0.0.1 (VIZ_PORT, default 8000)", "FILE",
+     tg::cli::viz},
+    {"infer", "classify Fashion-MNIST test images with a saved model (--model --data --show --eval)",
+     "[--model fashion_mnist_cnn.safetensors] [--data DIR] [--show 10] [--eval N]", tg::cli::infer},
 };
 
 void usage(std::FILE* out) {
-  fmt::print(out, "usage: tg <command> [args]\n       tg --help | --version\n\ncommands:\n");
+  fmt::print(
+      out,
+      "usage: tg <command> [args]\n       tg --help | --version\n       tg <command> --help\n\ncommands:\n");
   for (const auto& c : kCommands) fmt::print(out, "  {:<12} {}\n", c.name, c.help);
+}
+
+// --help or -h where a flag may stand (every flag takes a value, so at even positions).
+bool wants_help(tg::cli::Args args) {
+  for (size_t i = 0; i < args.size(); i += 2)
+    if (args[i] == "--help" || args[i] == "-h") return true;
+  return false;
+}
+
+// Runs a command; every exception ends in one line naming the command and a non-zero exit, never an abort.
+int run(const Command& c, tg::cli::Args args) {
+  if (wants_help(args)) {
+    fmt::print("usage: tg {}{}{}\n\n{}\n", c.name, c.flags.empty() ? "" : " ", c.flags, c.help);
+    return 0;
+  }
+  try {
+    if (c.name != "env") tg::env::check_all();  // `tg env` shows the bad values instead
+    return c.run(args);
+  } catch (const tg::Error& e) {
+    fmt::print(stderr, "tg {}: {}\n", c.name, e.what());
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "tg {}: out of memory\n", c.name);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tg {}: unexpected error: {}\n", c.name, e.what());
+  }
+  return 1;
 }
 
 }  // namespace
@@ -42,15 +79,8 @@ int main(int argc, char** argv) {
     fmt::print("tg (tinygrad.cpp) {}, plugin ABI {}.{}\n", TG_VERSION, TG_ABI_MAJOR, TG_ABI_MINOR);
     return 0;
   }
-  for (const auto& c : kCommands) {
-    if (c.name != args[0]) continue;
-    try {
-      return c.run(tg::cli::Args(args).subspan(1));
-    } catch (const tg::Error& e) {
-      fmt::print(stderr, "tg {}: {}\n", c.name, e.what());
-      return 1;
-    }
-  }
+  for (const auto& c : kCommands)
+    if (c.name == args[0]) return run(c, tg::cli::Args(args).subspan(1));
   fmt::print(stderr, "tg: unknown command '{}'\n\n", args[0]);
   usage(stderr);
   return 2;

@@ -98,6 +98,8 @@ Flags parse(std::string_view cmd, Args args, std::initializer_list<std::string_v
     bool ok = a.starts_with("--") && std::find(known.begin(), known.end(), a.substr(2)) != known.end();
     if (!ok) throw ValueError(std::string(cmd), fmt::format("unknown argument '{}'", a));
     if (i + 1 >= args.size()) throw ValueError(std::string(cmd), fmt::format("{} needs a value", a));
+    for (const auto& [n, v] : f.values)
+      if (n == a.substr(2)) throw ValueError(std::string(cmd), fmt::format("{} is given twice", a));
     f.values.emplace_back(a.substr(2), std::string(args[++i]));
   }
   return f;
@@ -153,6 +155,9 @@ int train_mnist(Args args) {
   auto model = apps::fashion_mnist_cnn();
   nn::optim::Adam opt(model->parameters(), lr);
   nn::optim::OneCycleLR sched(opt, lr, steps);
+  if (batch > static_cast<int64_t>(data.y_train.size()))  // a step takes a full batch: there would be none
+    throw ValueError("train-mnist", fmt::format("--batch {} is larger than the {} training images", batch,
+                                                data.y_train.size()));
   nn::BatchSampler sampler(static_cast<int64_t>(data.y_train.size()), batch, true, static_cast<uint64_t>(seed),
                            true);
   fmt::print("training: {} steps of batch {}, Adam with one-cycle lr (max {})\n", steps, batch, lr);
@@ -212,7 +217,8 @@ int infer(Args args) {
   Flags f = parse("infer", args, {"model", "data", "show", "eval"});
   std::filesystem::path path = f.get("model", "fashion_mnist_cnn.safetensors");
   int64_t show = int_flag("infer", f, "show", 10);
-  if (!std::filesystem::exists(path))
+  std::error_code ec;  // a link loop or the like: safe_load says why
+  if (!std::filesystem::exists(path, ec) && !ec)
     throw ValueError("infer", fmt::format("no model at {}: train one with `tg train-mnist` first", path.string()));
   auto model = apps::fashion_mnist_cnn();
   nn::load_state_dict(*model, nn::safe_load(path));

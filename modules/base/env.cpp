@@ -13,23 +13,27 @@ namespace {
 constexpr std::array kVars = {
     VarInfo{"DEBUG", "0",
             "1 kernel count and time per realize, 2 a line per kernel (time, GFLOPS, GB/s), 3 applied opts, "
-            "4 generated source, 5 kernel AST, 6 linear UOps, 7 disassembly"},
-    VarInfo{"BEAM", "0", "beam width for kernel optimization search; results cached on disk"},
-    VarInfo{"NOOPT", "0", "1 = apply no kernel optimizations"},
-    VarInfo{"VIZ", "0", "1 = serve the graph and rewrite viewer on localhost"},
-    VarInfo{
-        "JIT", "1",
-        "0 = run jitted functions eagerly every call, 2 = replay kernel by kernel, not as a device graph"},
+            "4 generated source, 5 kernel AST, 6 linear UOps, 7 disassembly",
+            true},
+    VarInfo{"BEAM", "0", "beam width for kernel optimization search; results cached on disk", true},
+    VarInfo{"NOOPT", "0", "1 = apply no kernel optimizations", true},
+    VarInfo{"VIZ", "0", "1 = serve the graph and rewrite viewer on localhost", true},
+    VarInfo{"JIT", "1",
+            "0 = run jitted functions eagerly every call, 2 = replay kernel by kernel, not as a device graph",
+            true},
     VarInfo{"DEV", "", "device to use: NAME[:index][:renderer[:arch]]; NAME=1 (e.g. CLANG=1) is a shorthand"},
     VarInfo{"SPEC", "",
-            "1 = check each stage's graph against the IR spec, 0 = never (default: on in debug builds)"},
-    VarInfo{"CACHELEVEL", "1", "0 = no on-disk cache of compiled programs and BEAM results"},
+            "1 = check each stage's graph against the IR spec, 0 = never (default: on in debug builds)",
+            true},
+    VarInfo{"CACHELEVEL", "1", "0 = no on-disk cache of compiled programs and BEAM results", true},
     VarInfo{
         "SCHEDULE_CACHE", "16",
-        "how many graphs' schedules are remembered (the same graph again is not scheduled again); 0 = off"},
+        "how many graphs' schedules are remembered (the same graph again is not scheduled again); 0 = off",
+        true},
     VarInfo{"CONV_IM2COL", "16777216",
             "largest conv window matrix (elements) kept in memory so conv and its gradients run as matmuls; "
-            "0 = never"},
+            "0 = never",
+            true},
     VarInfo{"TG_PLUGIN_PATH", "",
             "':'-separated plugin files or directories searched before the installed ones"},
     VarInfo{"TG_CACHE_DIR", "~/.cache/tinygrad.cpp",
@@ -37,9 +41,9 @@ constexpr std::array kVars = {
     VarInfo{"TG_CLANG", "clang", "clang binary the CLANG device uses when libclang-cpp is not available"},
     VarInfo{"TG_CLANG_FLAGS", "", "extra flags for the CLANG device's compiler (part of its cache key)"},
     VarInfo{"TG_CLANG_INPROCESS", "1",
-            "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in"},
+            "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in", true},
     VarInfo{"TG_VULKAN_STAGING", "0",
-            "1 = VULKAN copies through staging buffers even when device memory is host-visible"},
+            "1 = VULKAN copies through staging buffers even when device memory is host-visible", true},
     VarInfo{"TG_LIBCUDA", "", "the NVIDIA driver library the CUDA device opens (default: libcuda.so.1)"},
     VarInfo{"TG_NVRTC", "",
             "libnvrtc the CUDA device compiles with (default: the toolkit's, found by the loader)"},
@@ -91,19 +95,29 @@ std::string get(std::string_view name) {
   return v ? *v : std::string(find(name).default_value);
 }
 
+std::optional<int> get_int(std::string_view name) {
+  std::string s = get(name);
+  if (s.empty()) return std::nullopt;
+  size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size())  // "x", "2.5" or "1x" is a typo, not 0, 2 or 1
+    throw ValueError("env", fmt::format("{}='{}' is not an integer", name, s));
+  return v;
+}
+
+void check_all() {
+  for (const VarInfo& v : kVars)
+    if (v.integer) get_int(v.name);
+}
+
 int IntVar::value() const {
   if (!loaded_.load(std::memory_order_acquire)) {
-    std::string s = get(name_);
-    int v = 0;
-    size_t used = 0;
-    try {
-      v = s.empty() ? 0 : std::stoi(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (!s.empty() && used != s.size())  // "2.5" or "1x" is a typo, not 2 or 1
-      throw ValueError("env", fmt::format("{}={} is not an integer", name_, s));
-    value_.store(v);
+    value_.store(get_int(name_).value_or(0));
     loaded_.store(true, std::memory_order_release);
   }
   return value_.load(std::memory_order_relaxed);

@@ -13,6 +13,7 @@ struct VarInfo {
   std::string_view name;
   std::string_view default_value;
   std::string_view meaning;
+  bool integer = false;  // read as an int: any other value is an error
 };
 
 // Every declared variable, in declaration order.
@@ -22,6 +23,11 @@ std::span<const VarInfo> all();
 std::optional<std::string> raw(std::string_view name);
 // The value, or the declared default.
 std::string get(std::string_view name);
+// An integer variable's value (or default) as an int; nullopt when empty. ValueError "[env] NAME='v' is
+// not an integer" for anything else (tinygrad raises on int() too).
+std::optional<int> get_int(std::string_view name);
+// Checks every integer variable that is set, so junk fails at startup, not when (or if) it is first read.
+void check_all();
 
 // An integer variable read once from the environment, overridable at run time (tinygrad's ContextVar).
 class IntVar {

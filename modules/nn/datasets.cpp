@@ -1,10 +1,12 @@
 // idx reader (through zlib's gzread, which also reads uncompressed files), Fashion-MNIST and BatchSampler.
 #include "nn/datasets.hpp"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "base/env.hpp"
 #include "base/error.hpp"
 #include "nn/host_bytes.hpp"
+#include "nn/host_file.hpp"
 
 namespace tg::nn {
 
@@ -48,10 +51,19 @@ std::optional<DType> idx_dtype(uint8_t code) {
 class IdxReader {
  public:
   explicit IdxReader(const std::filesystem::path& path) : path_(path.string()) {
-    f_.reset(gzopen(path_.c_str(), "rb"));
-    if (!f_) throw ValueError("read_idx", fmt::format("cannot open '{}': {}", path_, std::strerror(errno)));
+    detail::HostFile file(path, "read_idx");
+    file_size_ = file.size();
+    int fd = file.release();
+    f_.reset(gzdopen(fd, "rb"));
+    if (!f_) {
+      ::close(fd);
+      throw ValueError("read_idx", fmt::format("cannot open '{}': {}", path_, std::strerror(errno)));
+    }
     gzbuffer(f_.get(), 1 << 17);
   }
+  uint64_t file_size() const { return file_size_; }
+  // Whether the file is read as is, not decompressed (valid after the first read).
+  bool plain() const { return gzdirect(f_.get()) == 1; }
   // Reads up to n bytes; returns how many (fewer only at the end of the data).
   size_t read(std::byte* dst, size_t n) {
     size_t done = 0;
@@ -67,7 +79,8 @@ class IdxReader {
   FormatError error() const {
     int code = 0;
     std::string_view msg = gzerror(f_.get(), &code);
-    if (msg.starts_with(path_ + ": ")) msg.remove_prefix(path_.size() + 2);  // zlib names the file too
+    if (size_t at = msg.find(": "); msg.starts_with("<fd:") && at != msg.npos)
+      msg.remove_prefix(at + 2);  // zlib names the descriptor gzdopen got
     return FormatError("read_idx", fmt::format("'{}': gzip data is corrupt: {}", path_, msg));
   }
   bool gzip_cut_short() const {
@@ -81,6 +94,7 @@ class IdxReader {
 
  private:
   std::string path_;
+  uint64_t file_size_ = 0;
   GzFile f_;
 };
 
@@ -92,8 +106,13 @@ void to_native(std::vector<std::byte>& data, size_t itemsize) {
 }
 
 std::filesystem::path find_file(const std::filesystem::path& dir, const std::string& name) {
-  for (const std::string& candidate : {name + ".gz", name})
-    if (std::filesystem::exists(dir / candidate)) return dir / candidate;
+  for (const std::string& candidate : {name + ".gz", name}) {
+    std::error_code ec;  // anything there (a dangling link, a FIFO) is returned for read_idx to say why
+    if (std::filesystem::symlink_status(dir / candidate, ec).type() !=
+            std::filesystem::file_type::not_found &&
+        !ec)
+      return dir / candidate;
+  }
   throw ValueError("fashion_mnist",
                    fmt::format("'{}' has no {}[.gz]; install the data set with `apt-get install "
                                "dataset-fashion-mnist` or set TG_FASHION_MNIST to the folder that holds it",
@@ -125,15 +144,28 @@ Tensor read_idx(const std::filesystem::path& path, std::string_view device) {
     numel *= n;
     shape.push_back(static_cast<int64_t>(n));
   }
+  // The header is checked against the file before any memory is sized from it: exactly for a plain file;
+  // a gzip file's data is read in growing pieces, so memory follows what the file really holds.
   size_t bytes = numel * dtype->itemsize();
-  std::vector<std::byte> data(bytes);
-  size_t got = in.read(data.data(), bytes);
-  if (got != bytes)
-    throw in.bad(fmt::format("truncated: the header says {} bytes of data, the file has {}{}", bytes, got,
-                             in.gzip_cut_short() ? " (the gzip stream ends early)" : ""));
+  auto truncated = [&](size_t got) {
+    return in.bad(fmt::format("truncated: the header says {} bytes of data, the file has {}{}", bytes, got,
+                              in.gzip_cut_short() ? " (the gzip stream ends early)" : ""));
+  };
+  uint64_t header_bytes = 4 + raw.size();
+  if (in.plain() && in.file_size() - header_bytes < bytes) throw truncated(in.file_size() - header_bytes);
+  if (in.plain() && in.file_size() - header_bytes > bytes)
+    throw in.bad(fmt::format("has data after the {} bytes its header describes", bytes));
+  std::vector<std::byte> data;
+  for (size_t got = 0; got < bytes;) {
+    data.resize(in.plain() ? bytes : std::min(bytes, std::max<size_t>(2 * got, size_t{1} << 20)));
+    got += in.read(data.data() + got, data.size() - got);
+    if (got < data.size()) throw truncated(got);
+  }
   std::byte extra{};
   if (in.read(&extra, 1) != 0)
     throw in.bad(fmt::format("has data after the {} bytes its header describes", bytes));
+  // zlib reports a stream without its trailer only as "cut short"; its CRC was never checked
+  if (in.gzip_cut_short()) throw in.bad("the gzip stream ends without its trailer (CRC and length)");
   to_native(data, dtype->itemsize());
   return detail::tensor_from_bytes(data, *dtype, shape, device);
 }
@@ -152,6 +184,11 @@ FashionMnist fashion_mnist(std::optional<std::filesystem::path> dir, std::string
     Tensor t = read_idx(p, device);
     if (t.dtype() != dtypes::uint8 || t.ndim() != 1 || t.shape(0) != n)
       throw FormatError("fashion_mnist", fmt::format("'{}' is not {} uint8 labels", p.string(), n));
+    std::vector<uint8_t> v = t.to_vector<uint8_t>();  // a label >= 10 would index past the 10 classes
+    auto bad = std::find_if(v.begin(), v.end(), [](uint8_t c) { return c >= 10; });
+    if (bad != v.end())
+      throw FormatError("fashion_mnist", fmt::format("'{}': label {} of image {} is not a class 0..9",
+                                                     p.string(), *bad, bad - v.begin()));
     return t;
   };
   FashionMnist out;

@@ -11,15 +11,15 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <set>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
 #include "nn/host_bytes.hpp"
+#include "nn/host_file.hpp"
 
 namespace tg::nn {
 
@@ -74,33 +74,77 @@ uint64_t read_u64_le(std::span<const std::byte> data) {
   return n;
 }
 
-// Header bytes -> parsed JSON; the reference also rejects duplicate names, which nlohmann would merge.
+// nlohmann's parser would merge repeated keys and nest without limit (its dump() recurses): this SAX pass
+// rejects both first, in one linear pass with a hash set per level that the reference checks.
+class HeaderChecker : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return open(); }
+  bool start_array(std::size_t) override { return open(); }
+  bool end_object() override { return --depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {  // tensor names (the reference rejects a repeated __metadata__; we reject any repeat)
+      if (!names_.insert(k).second)
+        throw bad(k == "__metadata__" ? std::string("header has '__metadata__' twice")
+                                      : fmt::format("header names tensor '{}' twice", k));
+      entry_ = k;
+    } else if (depth_ == 2 && entry_ != "__metadata__" && !fields_.insert(k).second) {
+      throw bad(fmt::format("tensor '{}': field '{}' appears twice", entry_, k));
+    }
+    return true;
+  }
+  bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception&) override {
+    throw bad(fmt::format("header is not valid JSON (error at byte {})", byte));
+  }
+
+ private:
+  static constexpr int kMaxDepth = 127;  // the reference's serde_json accepts 127 nested containers
+  bool open() {
+    if (++depth_ > kMaxDepth) throw bad(fmt::format("header nests JSON deeper than {} levels", kMaxDepth));
+    if (depth_ == 2) fields_.clear();
+    return true;
+  }
+  int depth_ = 0;
+  std::string entry_;
+  std::unordered_set<std::string> names_, fields_;
+};
+
+// Header bytes -> parsed JSON, checked by HeaderChecker first.
 json parse_json(std::string_view text) {
   if (text.empty() || text.front() != '{') throw bad("header does not start with '{'");
-  std::optional<std::string> duplicate;
-  std::set<std::string> keys;
-  json::parser_callback_t on_event = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth == 1 && event == json::parse_event_t::key && !keys.insert(parsed.get<std::string>()).second &&
-        !duplicate)
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
+  // nlohmann stops at a NUL as at the end of the input; the reference rejects any NUL in the header
+  if (size_t nul = text.find('\0'); nul != std::string_view::npos)
+    throw bad(fmt::format("header has a NUL byte at byte {}", nul));
+  HeaderChecker checker;
+  json::sax_parse(text, &checker);
   json j;
   try {
-    j = json::parse(text, on_event);
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw bad(fmt::format("header is not valid JSON (error at byte {})", e.byte));
   }
-  if (duplicate) throw bad(fmt::format("header names tensor '{}' twice", *duplicate));
   if (!j.is_object()) throw bad("header is not a JSON object");
   return j;
+}
+
+// A value for an error message: its JSON, cut short if long.
+std::string excerpt(const json& v) {
+  std::string s = v.dump();
+  return s.size() <= 64 ? s : s.substr(0, 60) + " ...";
 }
 
 uint64_t non_negative(const json& v, std::string_view name, std::string_view field) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer())
     throw bad(fmt::format("tensor '{}': {} has a negative value {}", name, field, v.get<int64_t>()));
-  throw bad(fmt::format("tensor '{}': {} must hold integers, got {}", name, field, v.dump()));
+  throw bad(fmt::format("tensor '{}': {} must hold integers, got {}", name, field, excerpt(v)));
 }
 
 const json& field(const json& info, std::string_view name, const char* key) {
@@ -119,12 +163,16 @@ Entry parse_entry(const std::string& name, const json& info) {
   e.dtype = *d;
   const json& shape = field(info, name, "shape");
   if (!shape.is_array()) throw bad(fmt::format("tensor '{}': shape is not an array", name));
-  uint64_t numel = 1;
+  // Like NumPy, the non-zero dims times the itemsize must fit in int64 even when another dim is 0: strides
+  // are products of the later dims.
+  uint64_t itemsize = e.dtype.itemsize(), nonzero_bytes = itemsize;
+  bool empty = false;
   for (const json& s : shape) {
     uint64_t n = non_negative(s, name, "shape");
-    if (n > static_cast<uint64_t>(INT64_MAX) || (n != 0 && numel > UINT64_MAX / n))
-      throw bad(fmt::format("tensor '{}': shape {} is too large", name, shape.dump()));
-    numel *= n;
+    empty |= n == 0;
+    if (n != 0 && nonzero_bytes > static_cast<uint64_t>(INT64_MAX) / n)
+      throw bad(fmt::format("tensor '{}': shape {} is too large", name, excerpt(shape)));
+    nonzero_bytes *= std::max<uint64_t>(n, 1);
     e.shape.push_back(static_cast<int64_t>(n));
   }
   const json& off = field(info, name, "data_offsets");
@@ -134,11 +182,10 @@ Entry parse_entry(const std::string& name, const json& info) {
   e.end = non_negative(off[1], name, "data_offsets");
   if (e.end < e.begin)
     throw bad(fmt::format("tensor '{}': data_offsets [{},{}] end before they begin", name, e.begin, e.end));
-  uint64_t itemsize = e.dtype.itemsize();
-  if (numel > UINT64_MAX / itemsize || e.end - e.begin != numel * itemsize)
+  uint64_t nbytes = empty ? 0 : nonzero_bytes;
+  if (e.end - e.begin != nbytes)
     throw bad(fmt::format("tensor '{}': data_offsets [{},{}] hold {} bytes but shape {} of {} needs {}", name,
-                          e.begin, e.end, e.end - e.begin, shape.dump(), dt.get<std::string>(),
-                          numel * itemsize));
+                          e.begin, e.end, e.end - e.begin, excerpt(shape), dt.get<std::string>(), nbytes));
   return e;
 }
 
@@ -178,41 +225,28 @@ Header parse_header(std::string_view text, uint64_t data_size) {
   return h;
 }
 
-// Splits a file image into header text and data, checking the size prefix.
-std::pair<std::string_view, std::span<const std::byte>> split(std::span<const std::byte> data) {
-  if (data.size() < 8)
-    throw bad(fmt::format("file is {} bytes, too short for the 8-byte header size", data.size()));
-  uint64_t n = read_u64_le(data);
+// The header size from the file's first 8 bytes (of total), checked against the limit and the file.
+uint64_t header_size(std::span<const std::byte> first, uint64_t total) {
+  if (total < 8) throw bad(fmt::format("file is {} bytes, too short for the 8-byte header size", total));
+  uint64_t n = read_u64_le(first);
   if (n > kMaxHeader) throw bad(fmt::format("header size {} is larger than the limit {}", n, kMaxHeader));
-  if (n > data.size() - 8)
-    throw bad(
-        fmt::format("header size {} is larger than the file ({} bytes after the size)", n, data.size() - 8));
-  std::string_view text(reinterpret_cast<const char*>(data.data() + 8), n);
-  return {text, data.subspan(8 + n)};
+  if (n > total - 8)
+    throw bad(fmt::format("header size {} is larger than the file ({} bytes after the size)", n, total - 8));
+  return n;
 }
 
-std::vector<std::byte> read_file(const std::filesystem::path& path, std::optional<size_t> limit = {}) {
-  std::error_code ec;
-  std::filesystem::file_status st = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(st)) throw ValueError("safe_load", fmt::format("no file '{}'", path.string()));
-  if (!std::filesystem::is_regular_file(st))
-    throw ValueError("safe_load", fmt::format("'{}' is not a regular file", path.string()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw ValueError("safe_load", fmt::format("cannot open '{}': {}", path.string(), std::strerror(errno)));
-  std::vector<std::byte> out;
-  if (limit) {
-    out.resize(*limit);
-    in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
-    out.resize(static_cast<size_t>(in.gcount()));
-    return out;
-  }
-  in.seekg(0, std::ios::end);
-  out.resize(static_cast<size_t>(in.tellg()));
-  in.seekg(0);
-  if (!in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size())))
-    throw ValueError("safe_load", fmt::format("cannot read '{}'", path.string()));
-  return out;
+// The header of a file, read and checked before any of its data.
+struct FileHeader {
+  uint64_t data_start;
+  Header header;
+};
+FileHeader read_header(const detail::HostFile& f) {
+  std::array<std::byte, 8> first{};
+  f.read_at(0, first);
+  uint64_t n = header_size(first, f.size());
+  std::string text(n, '\0');
+  if (f.read_at(8, std::as_writable_bytes(std::span(text))) != n) throw bad("the file shrank while read");
+  return {8 + n, parse_header(text, f.size() - 8 - n)};
 }
 
 }  // namespace
@@ -265,8 +299,7 @@ void safe_save(const StateDict& tensors, const std::filesystem::path& path, cons
   std::filesystem::path tmp = path;
   static std::atomic<uint64_t> counter{0};  // distinct temporaries for concurrent saves to one path
   tmp += fmt::format(".tmp{}.{}", ::getpid(), counter++);
-  auto fail = [&](std::string_view what) {
-    int err = errno;
+  auto fail = [&](std::string_view what, int err) {
     std::error_code ec;
     std::filesystem::remove(tmp, ec);
     return ValueError("safe_save",
@@ -275,25 +308,26 @@ void safe_save(const StateDict& tensors, const std::filesystem::path& path, cons
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw ValueError("safe_save", fmt::format("cannot create '{}': {}", tmp.string(), std::strerror(errno)));
+  auto close_and_fail = [&](std::string_view what) {
+    int err = errno;  // before close() can change it
+    ::close(fd);
+    return fail(what, err);
+  };
   for (size_t done = 0; done < bytes.size();) {
     ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      ::close(fd);
-      throw fail("write");
-    }
+    if (w < 0) throw close_and_fail("write");
     done += static_cast<size_t>(w);
   }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    throw fail("sync");
-  }
-  if (::close(fd) != 0) throw fail("close");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("rename onto");
+  if (::fsync(fd) != 0) throw close_and_fail("sync");
+  if (::close(fd) != 0) throw fail("close", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail("rename onto", errno);
 }
 
 SafeTensors safe_parse(std::span<const std::byte> data, std::string_view device) {
-  auto [text, body] = split(data);
+  uint64_t n = header_size(data, data.size());
+  std::string_view text(reinterpret_cast<const char*>(data.data() + 8), n);
+  std::span<const std::byte> body = data.subspan(8 + n);
   Header h = parse_header(text, body.size());
   SafeTensors out;
   out.metadata = std::move(h.metadata);
@@ -307,20 +341,23 @@ StateDict safe_load(std::span<const std::byte> data, std::string_view device) {
   return safe_parse(data, device).tensors;
 }
 
+// Reads one tensor at a time after the header is checked, so a bad file costs no memory and at most one
+// tensor's bytes are held twice.
 StateDict safe_load(const std::filesystem::path& path, std::string_view device) {
-  std::vector<std::byte> bytes = read_file(path);
-  return safe_parse(bytes, device).tensors;
+  detail::HostFile f(path, "safe_load");
+  auto [start, h] = read_header(f);
+  StateDict out;
+  std::vector<std::byte> bytes;
+  for (const Entry& e : h.entries) {
+    bytes.resize(e.end - e.begin);
+    if (f.read_at(start + e.begin, bytes) != bytes.size()) throw bad("the file shrank while read");
+    out.emplace(e.name, detail::tensor_from_bytes(bytes, e.dtype, e.shape, device));
+  }
+  return out;
 }
 
 Metadata safe_load_metadata(const std::filesystem::path& path) {
-  std::vector<std::byte> head = read_file(path, 8);
-  if (head.size() < 8) split(head);  // throws the short-file error
-  uint64_t n = std::min(read_u64_le(head), kMaxHeader + 1);
-  std::vector<std::byte> start = read_file(path, static_cast<size_t>(8 + n));
-  auto [text, rest] = split(start);
-  (void)rest;
-  uint64_t size = std::filesystem::file_size(path);
-  return parse_header(text, size - 8 - text.size()).metadata;
+  return read_header(detail::HostFile(path, "safe_load")).header.metadata;
 }
 
 }  // namespace tg::nn

@@ -355,13 +355,13 @@ void verify_kernel_graph(const UOpRef& root) { verify_graph(root, kernel_spec(),
 
 bool spec_enabled() {
   static const bool on = [] {
-    std::string v = env::get("SPEC");
+    std::optional<int> v = env::get_int("SPEC");
 #ifdef NDEBUG
     bool def = false;
 #else
     bool def = true;
 #endif
-    return v.empty() ? def : v != "0";
+    return v ? *v != 0 : def;
   }();
   return on;
 }

@@ -36,6 +36,34 @@ BOOST_AUTO_TEST_CASE(env_registry_reads_and_overrides) {
     BOOST_CHECK_THROW(debug.value(), tg::ValueError);
   }
   unsetenv("DEBUG");
+  unsetenv("NOOPT");
+  unsetenv("BEAM");
+}
+
+// Junk in an integer variable fails at startup, naming the variable and the value, even when the program
+// would never read that variable (tinygrad raises on int() when it reads them at import).
+BOOST_AUTO_TEST_CASE(env_junk_is_an_error) {
+  for (const auto& v : tg::env::all())
+    if (v.integer) unsetenv(std::string(v.name).c_str());
+  for (const char* name : {"JIT", "SPEC", "DEBUG", "TG_VULKAN_STAGING"}) {
+    setenv(name, "x", 1);
+    try {
+      tg::env::check_all();
+      BOOST_ERROR(name << "=x accepted");
+    } catch (const tg::ValueError& e) {
+      BOOST_TEST(e.what() == std::string("[env] ") + name + "='x' is not an integer");
+    }
+    BOOST_CHECK_THROW(tg::env::get_int(name), tg::ValueError);
+    setenv(name, "2", 1);
+    BOOST_TEST(tg::env::get_int(name).value_or(-1) == 2);
+    unsetenv(name);
+  }
+  BOOST_CHECK_NO_THROW(tg::env::check_all());
+  BOOST_TEST(!tg::env::get_int("SPEC").has_value());      // unset and no default: the build's default applies
+  BOOST_TEST(tg::env::get_int("JIT").value_or(-1) == 1);  // the declared default
+  setenv("DEV", "x", 1);                                  // not an integer variable
+  BOOST_CHECK_NO_THROW(tg::env::check_all());
+  unsetenv("DEV");
 }
 
 BOOST_AUTO_TEST_CASE(hash_is_stable) {

@@ -1,6 +1,7 @@
 # Reference safetensors files from the Python implementation, and the check of files our safe_save wrote.
 #   gen OUTDIR: writes ref_torch.safetensors, ref_numpy.safetensors and ref_expected.json
 #   check TORCH_FILE NUMPY_FILE EXPECTED_JSON: loads our files with safetensors and compares every value
+#   judge FILE...: prints "accept" or "reject" per file, as the reference's NumPy loader decides
 import json
 import math
 import sys
@@ -109,8 +110,20 @@ def check(torch_file, numpy_file, expected_json):
     return 1 if errors else 0
 
 
+def judge(paths):
+    for path in paths:
+        try:
+            np_load(path)
+            print("accept")
+        except Exception:  # SafetensorError from the parser, ValueError from NumPy for impossible shapes
+            print("reject")
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "gen":
         gen(sys.argv[2])
+    elif sys.argv[1] == "judge":
+        sys.exit(judge(sys.argv[2:]))
     else:
         sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4]))

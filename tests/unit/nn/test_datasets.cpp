@@ -1,6 +1,8 @@
 // idx files (plain and gzip) with hand-derived values and errors, the real Fashion-MNIST files, and
 // BatchSampler's batches.
 #define BOOST_TEST_MODULE nn_datasets
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <zlib.h>
 #include <boost/test/unit_test.hpp>
 
@@ -45,6 +47,25 @@ fs::path write_gz(const std::string& name, const Bytes& b) {
 Bytes cat(Bytes a, const Bytes& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
+}
+
+Bytes read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+long peak_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+// An idx header of uint8 data with these dims.
+Bytes idx_header(const std::vector<uint32_t>& dims) {
+  Bytes b = {0, 0, 8, static_cast<uint8_t>(dims.size())};
+  for (uint32_t d : dims)
+    for (int shift : {24, 16, 8, 0}) b.push_back(static_cast<uint8_t>(d >> shift));
+  return b;
 }
 
 // uint8 (2,3) = 1..6: magic 00 00 08 02, dims 2 and 3 big-endian
@@ -205,4 +226,70 @@ BOOST_AUTO_TEST_CASE(batch_sampler_shuffles) {
   std::vector<int64_t> want = a.batch(1);
   BOOST_REQUIRE_EQUAL(got.size(), 32u);
   for (size_t i = 0; i < got.size(); i++) BOOST_TEST(got[i] == 10.0f * static_cast<float>(want[i]));
+}
+
+// Minimized inputs that once crashed, hung or were accepted.
+BOOST_AUTO_TEST_CASE(idx_hostile_files) {
+  auto fails = [](const fs::path& p, const std::string& what) {
+    test::expect_error<Error>([&] { nn::read_idx(p); }, "[read_idx] '" + p.string() + "': " + what);
+  };
+  // a gzip file without its 8-byte trailer: all the data is there, but its CRC was never checked
+  Bytes whole = read_all(write_gz("whole.gz", u8_file));
+  fs::path no_trailer = write_plain("no_trailer.gz", Bytes(whole.begin(), whole.end() - 8));
+  fails(no_trailer, "the gzip stream ends without its trailer (CRC and length)");
+  Bytes bad_crc = whole;
+  bad_crc[bad_crc.size() - 8] ^= 1;
+  fails(write_plain("bad_crc.gz", bad_crc), "gzip data is corrupt: incorrect data check");
+  // headers claiming 10^9 and 10^7 images of 28x28: rejected before any memory is sized from them
+  long before = peak_rss_kb();
+  fails(write_plain("1e9", cat(idx_header({1000000000, 28, 28}), {1, 2, 3})),
+        "truncated: the header says 784000000000 bytes of data, the file has 3");
+  fails(write_plain("1e7", cat(idx_header({10000000, 28, 28}), {1, 2, 3})),
+        "truncated: the header says 7840000000 bytes of data, the file has 3");
+  fails(write_gz("1e7.gz", cat(idx_header({10000000, 28, 28}), {1, 2, 3})),
+        "truncated: the header says 7840000000 bytes of data, the file has 3");
+  BOOST_TEST(peak_rss_kb() - before < 64 * 1024,
+             "read_idx grew the peak memory by " << (peak_rss_kb() - before) / 1024 << " MiB");
+  // a FIFO would block the reader forever; a link loop or a folder is refused with the reason
+  fs::path fifo = scratch("fifo");
+  BOOST_REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  test::expect_error<Error>([&] { nn::read_idx(fifo); },
+                            "[read_idx] '" + fifo.string() + "' is not a regular file");
+  test::expect_error<Error>([&] { nn::read_idx(fifo.parent_path()); },
+                            "[read_idx] '" + fifo.parent_path().string() + "' is not a regular file");
+  fs::path loop = scratch("loop");
+  fs::create_symlink(loop, loop);
+  test::expect_error<Error>([&] { nn::read_idx(loop); }, "[read_idx] cannot open '" + loop.string() +
+                                                             "': Too many levels of symbolic links");
+  fs::remove_all(scratch("x").parent_path());
+}
+
+// A Fashion-MNIST folder whose labels are not classes 0..9 (a label indexes the class names).
+BOOST_AUTO_TEST_CASE(fashion_mnist_bad_labels) {
+  fs::path dir = scratch("fashion");
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const Bytes& b) {
+    std::ofstream(dir / name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  };
+  write("train-images-idx3-ubyte", cat(idx_header({2, 28, 28}), Bytes(2 * 784, 7)));
+  write("t10k-images-idx3-ubyte", cat(idx_header({2, 28, 28}), Bytes(2 * 784, 7)));
+  write("t10k-labels-idx1-ubyte", cat(idx_header({2}), {9, 0}));
+  write("train-labels-idx1-ubyte", cat(idx_header({2}), {3, 9}));
+  nn::FashionMnist ok = nn::fashion_mnist(dir);
+  BOOST_TEST(ok.Y_train.to_vector<int>() == std::vector<int>({3, 9}), boost::test_tools::per_element());
+  for (uint8_t label : {10, 255}) {
+    write("t10k-labels-idx1-ubyte", cat(idx_header({2}), {9, label}));
+    test::expect_error<FormatError>([&] { nn::fashion_mnist(dir); },
+                                    "[fashion_mnist] '" + (dir / "t10k-labels-idx1-ubyte").string() +
+                                        "': label " + std::to_string(label) +
+                                        " of image 1 is not a class 0..9");
+  }
+  // a FIFO named like a data file is refused, not waited on
+  fs::remove(dir / "t10k-labels-idx1-ubyte");
+  BOOST_REQUIRE(mkfifo((dir / "t10k-labels-idx1-ubyte").c_str(), 0600) == 0);
+  test::expect_error<Error>(
+      [&] { nn::fashion_mnist(dir); },
+      "[read_idx] '" + (dir / "t10k-labels-idx1-ubyte").string() + "' is not a regular file");
+  fs::remove_all(dir);
 }
