@@ -66,7 +66,8 @@ std::vector<std::byte> scratch_bytes(DType d, size_t nbytes, uint64_t seed) {
     } else if (d.scalar() == Scalar::FLOAT16 || d.scalar() == Scalar::BFLOAT16) {
       static constexpr uint16_t half[] = {0x3C00, 0xBC00, 0x3800, 0x4000},
                                 bf[] = {0x3F80, 0xBF80, 0x3F00, 0x4000};
-      uint16_t v = (d.scalar() == Scalar::FLOAT16 ? half : bf)[next() % 4];
+      size_t k = next() % 4;
+      uint16_t v = d.scalar() == Scalar::FLOAT16 ? half[k] : bf[k];
       std::memcpy(p, &v, 2);
     } else if (d.is_bool()) {
       *p = static_cast<std::byte>(next() % 2);
