@@ -11,6 +11,7 @@
 #include <map>
 #include <span>
 #include <sstream>
+#include <cstdlib>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -73,6 +74,15 @@ inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+// "env -i" plus the sanitizer settings of this process, if any: a child started in a clean environment still
+// reports (and suppresses) what a sanitizer build of the test itself would.
+inline std::string clean_env() {
+  std::string cmd = "env -i";
+  for (const char* v : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
+    if (const char* val = std::getenv(v)) cmd += std::string(" ") + v + "=" + shell_quote(val);
+  return cmd;
 }
 
 // A shell command's exit status (-1 when it did not exit normally) and standard output (end the command

@@ -43,7 +43,7 @@ struct Run {
 
 // The probe in a clean environment with DEBUG=2: only the variables given, plus PATH for the clang binary.
 Run run_probe(const std::map<std::string, std::string>& env, const std::string& mode = "") {
-  std::string cmd = "env -i";
+  std::string cmd = tg::test::clean_env();
   if (const char* path = getenv("PATH")) cmd += " PATH=" + shell_quote(path);
   cmd += " DEV=CLANG DEBUG=2 TG_PLUGIN_PATH=" + shell_quote(arg(2));
   for (const auto& [k, v] : env) cmd += " " + k + "=" + shell_quote(v);

@@ -45,7 +45,7 @@ struct Run {
 
 // The probe in a clean environment: only the variables given, plus PATH for a fallback compiler.
 Run run_probe(const std::map<std::string, std::string>& env) {
-  std::string cmd = "env -i";
+  std::string cmd = tg::test::clean_env();
   if (const char* path = getenv("PATH")) cmd += " PATH=" + shell_quote(path);
   cmd += " DEV=CLANG TG_PLUGIN_PATH=" + shell_quote(arg(2));
   for (const auto& [k, v] : env) cmd += " " + k + "=" + shell_quote(v);
@@ -339,7 +339,7 @@ BOOST_AUTO_TEST_CASE(concurrent_processes_share_the_file) {
   TempDir dir;
   std::string cache = (dir.path / "cache").string();
   // Four probes at once on an empty cache: all must be right and none may lose the cache.
-  std::string one = "env -i DEV=CLANG TG_PLUGIN_PATH=" + shell_quote(arg(2)) +
+  std::string one = tg::test::clean_env() + " DEV=CLANG TG_PLUGIN_PATH=" + shell_quote(arg(2)) +
                     " TG_CACHE_DIR=" + shell_quote(cache) + " DEBUG=1 " + shell_quote(arg(1));
   std::string cmd = "for i in 1 2 3 4; do " + one + " > " + shell_quote((dir.path / "out").string()) +
                     "$i 2>&1 & done; wait";

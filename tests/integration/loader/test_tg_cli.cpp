@@ -25,7 +25,7 @@ std::string arg(int i) {
 }
 
 Run run_tg(const std::string& args, const std::map<std::string, std::string>& env = {}) {
-  std::string cmd = "env -i";
+  std::string cmd = tg::test::clean_env();
   for (const auto& [k, v] : env) cmd += " " + k + "=" + shell_quote(v);
   cmd += " " + shell_quote(arg(1)) + " " + args + " 2>&1";
   return tg::test::run_command(cmd);

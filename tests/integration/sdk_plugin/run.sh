@@ -26,7 +26,7 @@ run() {
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
-  env -i PATH="$PATH" LD_LIBRARY_PATH="$libdir" TG_PLUGIN_PATH="$tmp/plugins" TG_CACHE_DIR="$tmp/cache" \
+  env -i ${ASAN_OPTIONS:+ASAN_OPTIONS="$ASAN_OPTIONS"} ${UBSAN_OPTIONS:+UBSAN_OPTIONS="$UBSAN_OPTIONS"} ${LSAN_OPTIONS:+LSAN_OPTIONS="$LSAN_OPTIONS"} PATH="$PATH" LD_LIBRARY_PATH="$libdir" TG_PLUGIN_PATH="$tmp/plugins" TG_CACHE_DIR="$tmp/cache" \
     "${envs[@]}" "$@"
 }
 
@@ -101,6 +101,6 @@ assert len(got) == len(want) and all(abs(g - r) <= 1e-6 + 1e-5 * abs(r) for g, r
 # 5. `meson install` of the template puts it into the SDK's plugin dir, found next to libtg without TG_PLUGIN_PATH.
 meson install -C "$tmp/template-build" --quiet >/dev/null
 [ -f "$plugindir/libtg-template.so" ] || fail "meson install did not put the template into $plugindir"
-out=$(env -i PATH="$PATH" LD_LIBRARY_PATH="$libdir" "$bindir/tg" devices)
+out=$(env -i ${ASAN_OPTIONS:+ASAN_OPTIONS="$ASAN_OPTIONS"} ${UBSAN_OPTIONS:+UBSAN_OPTIONS="$UBSAN_OPTIONS"} ${LSAN_OPTIONS:+LSAN_OPTIONS="$LSAN_OPTIONS"} PATH="$PATH" LD_LIBRARY_PATH="$libdir" "$bindir/tg" devices)
 echo "$out" | grep -A1 -E '^[ *] TEMPLATE ' | grep -q "(installed)" || { echo "$out"; fail "installed TEMPLATE not found"; }
 echo "template plugin: built out of tree, listed, passes tg-conformance, selected with DEV, computes correctly, installs"
