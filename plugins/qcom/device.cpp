@@ -109,7 +109,12 @@ class QcomAllocator final : public tg::sdk::Allocator {
     cl_int err = CL_SUCCESS;
     cl_mem m = ctx_->cl().clCreateBuffer(ctx_->context(), CL_MEM_READ_WRITE, std::max<size_t>(nbytes, 16), nullptr,
                                          &err);
-    if (m == nullptr) return cl_status(err, fmt::format("clCreateBuffer of {} bytes", nbytes));
+    if (m == nullptr) {
+      Status s = cl_status(err, fmt::format("clCreateBuffer of {} bytes", nbytes));
+      // A size over CL_DEVICE_MAX_MEM_ALLOC_SIZE is out of memory too, so the core can flush and retry.
+      if (err == CL_INVALID_BUFFER_SIZE) return {Code::out_of_memory, s.message()};
+      return s;
+    }
     *out = m;
     return {};
   }
