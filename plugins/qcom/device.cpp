@@ -2,11 +2,14 @@
 // support named by QCOM_ICD (PoCL here). Kernels are Adreno OpenCL C with read-only buffers as images.
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "plugins/qcom/api.hpp"
 #include "plugins/qcom/renderer.hpp"
 #include "tg/sdk/plugin.hpp"
@@ -351,6 +354,11 @@ class QcomDevice final : public tg::sdk::Device {
         ctx_->cl().clReleaseProgram(p);
         return {Code::invalid_argument, fmt::format("[QCOM load] no kernel '{}': {}", kname, cl_error(err))};
       }
+      // DEBUG>=2: which kernels read images, with a running count (how much of a run uses the texture path).
+      loaded_++, with_images_ += images.empty() ? 0 : 1;
+      if (std::atoi(env::get("DEBUG").c_str()) >= 2)
+        fmt::print(stderr, "[QCOM images] {}: {} image argument(s); {} of {} kernels loaded so far read images\n", kname,
+                   images.size(), with_images_.load(), loaded_.load());
       *out = new QcomProgram(ctx_, p, k, kname, std::move(images));
       return {};
     });
@@ -363,6 +371,7 @@ class QcomDevice final : public tg::sdk::Device {
   std::unique_ptr<QcomCompiler> compiler_;
   std::unique_ptr<QcomRenderer> renderer_;
   std::string description_;
+  std::atomic<int64_t> loaded_{0}, with_images_{0};
 };
 
 }  // namespace
