@@ -71,6 +71,8 @@ constexpr std::array kVars = {
     VarInfo{"TG_METAL_CLANG", "clang++",
             "clang the METAL compile-only target type-checks kernels with (a syntax check, not Apple's "
             "compiler)"},
+    VarInfo{"QCOM_ICD", "",
+            "the OpenCL library the QCOM device runs on (default: the Adreno driver; any ICD with image support)"},
 };
 }  // namespace
 
