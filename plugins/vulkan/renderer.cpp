@@ -215,15 +215,27 @@ std::string GlslRenderer::render_local(const UOp& def, const std::string& name) 
 
 std::string GlslRenderer::barrier() const { return "barrier();"; }
 
+namespace {
+// GLSL indexes arrays with 32-bit ints, and no storage buffer range reaches past that: a larger buffer is
+// refused here, by name, rather than rendered into an index the shader compiler rejects.
+void check_indexable(const UOp& buf, const std::string& b) {
+  if (buf.op() == Ops::DEFINE_GLOBAL && buf.dtype().ptr_size() > std::numeric_limits<int32_t>::max())
+    throw NotSupportedError("render", fmt::format("VULKAN indexes buffers with 32-bit ints; {} holds {} elements",
+                                                  b, buf.dtype().ptr_size()));
+}
+}  // namespace
+
 std::string GlslRenderer::render_load(const UOp& buf, const std::string& b, const std::string& off,
                                       DType value) const {
   if (value.count() > 1) throw NotSupportedError("render", "the glsl renderer has no vector loads");
+  check_indexable(buf, b);
   bool global_bool = buf.op() == Ops::DEFINE_GLOBAL && value.is_bool();
   return global_bool ? fmt::format("bool(uint({}[{}]))", b, off) : fmt::format("{}[{}]", b, off);
 }
 
 std::string GlslRenderer::render_store(const UOp& buf, const std::string& b, const std::string& off,
                                        const std::string& x) const {
+  check_indexable(buf, b);
   bool global_bool = buf.op() == Ops::DEFINE_GLOBAL && buf.dtype().base().is_bool();
   if (global_bool) return fmt::format("{}[{}] = uint8_t(uint({}));", b, off, x);
   DType e = buf.dtype().base();
