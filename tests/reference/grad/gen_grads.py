@@ -200,5 +200,27 @@ case("binary_crossentropy_logits", [A, ("prob", [3, 5])],
 case("mlp_loss", [("n", [8, 5]), ("n", [5, 7]), ("n", [7]), ("n", [7, 3]), ("n", [3]), ("i", [8], 0, 3)],
      lambda x, w1, b1, w2, b2, y: F.cross_entropy((x @ w1 + b1).relu() @ w2 + b2, y), nograd=(0,))
 
+# ---- composed ops ----
+case("asin", [U], lambda x: torch.asin(x * 0.9))
+case("acos", [U], lambda x: torch.acos(x * 0.9))
+case("atan", [("n", [3, 5])], lambda x: torch.atan(x * 2))
+case("sinh_cosh", [A], lambda x: torch.sinh(x) + torch.cosh(x) * 2)
+case("asinh", [A], lambda x: torch.asinh(x * 3))
+case("acosh", [P], lambda x: torch.acosh(x + 1))
+case("atanh", [U], lambda x: torch.atanh(x * 0.9))
+case("erf", [A], lambda x: torch.erf(x))
+case("log10", [P], lambda x: torch.log10(x))
+case("copysign", [A, A], lambda a, b: torch.copysign(a, b), nograd=(1,))
+case("lerp", [A, A, U], lambda a, b, w: torch.lerp(a, b, w * 1.5))
+case("gelu_exact", [A], lambda x: F.gelu(x))
+case("elu", [A], lambda x: F.elu(x, 0.7))
+case("celu", [A], lambda x: F.celu(x, 1.5))
+case("selu", [A], lambda x: F.selu(x))
+case("mish", [A], lambda x: F.mish(x))
+case("hardsigmoid_hardswish", [A], lambda x: F.hardsigmoid(x * 3) + F.hardswish(x * 3))
+case("hardtanh_relu6", [A], lambda x: F.hardtanh(x) + F.relu6(x * 5))
+case("softsign", [A], lambda x: F.softsign(x))
+case("quick_gelu", [A], lambda x: x * torch.sigmoid(1.702 * x))
+case("softmin", [R3], lambda x: F.softmin(x, 1))
 with open(sys.argv[1], "w") as f:
     json.dump(CASES, f)

@@ -2,6 +2,7 @@
 # test_ops.cpp. Usage: gen_ops.py OUT.json. Deterministic: fixed seeds, no timestamps.
 import json
 import sys
+import warnings
 
 import numpy as np
 import torch
@@ -64,6 +65,7 @@ def rand(dtype, shape=S, kind='any'):
     if kind == 'pos': v = np.abs(v) + 0.1
     if kind == 'unit': v = rng.uniform(0.05, 0.95, n)
     if kind == 'small': v = rng.uniform(-0.9, 0.9, n)
+    if kind == 'ge1': v = np.abs(v) + 1.0
   else:
     lo, hi = {'int8': (-20, 20), 'uint8': (0, 50)}.get(dtype, (-50, 50))
     if kind == 'pos': lo, hi = 1, min(hi, 20)
@@ -89,7 +91,8 @@ def add(name, op, ins, fn, args=None, out_dtype=None):
   out = run(fn, [i.view() for i in ins])
   outs = list(out) if isinstance(out, (list, tuple)) else [out]
   # out_dtype: our dtype rule differs from PyTorch's (see callers); uint32 has no PyTorch dtype, values are kept
-  if out_dtype in TORCH: outs = [o.to(TORCH[out_dtype]) for o in outs]
+  if isinstance(out_dtype, str) and out_dtype in TORCH: outs = [o.to(TORCH[out_dtype]) for o in outs]
+  if isinstance(out_dtype, list): outs = [o.to(TORCH[d]) if d else o for o, d in zip(outs, out_dtype)]  # per output
   outs = [tensor_json(o.contiguous()) for o in outs]
   if out_dtype == 'uint32':
     for o in outs: o['dtype'] = 'uint32'
@@ -594,6 +597,49 @@ for red in ['mean', 'sum', 'none']:
       {'reduction': red})
   add(f'bce_logits/{red}', 'binary_crossentropy_logits', [rand('float32', (4, 5)), t],
       lambda x, y, r=red: F.binary_cross_entropy_with_logits(x, y, reduction=r), {'reduction': red})
+
+# ---- composed math and activations ----
+def quick_gelu(x): return x * torch.sigmoid(1.702 * x)
+MATH = {  # name: (torch fn, dtypes, input kind); asin/acos/atan/erf are float32-accurate polynomials
+  'asin': (torch.asin, ['float32', 'float16'], 'small'), 'acos': (torch.acos, ['float32', 'float16'], 'small'),
+  'atan': (torch.atan, ['float32', 'float16', 'int32'], 'any'), 'sinh': (torch.sinh, FLOATS + ['int32'], 'small'),
+  'cosh': (torch.cosh, FLOATS, 'any'), 'asinh': (torch.asinh, FLOATS + ['int8'], 'any'),
+  'acosh': (torch.acosh, FLOATS, 'ge1'), 'atanh': (torch.atanh, FLOATS, 'small'),
+  'erf': (torch.erf, ['float32', 'float16', 'int32'], 'any'), 'log10': (torch.log10, FLOATS + ['int32'], 'pos'),
+  'gelu_exact': (F.gelu, ['float32', 'float16'], 'any'), 'elu': (F.elu, FLOATS, 'any'),
+  'celu': (F.celu, FLOATS, 'any'), 'selu': (F.selu, FLOATS, 'any'), 'mish': (F.mish, FLOATS, 'any'),
+  'hardsigmoid': (F.hardsigmoid, FLOATS, 'any'), 'hardswish': (F.hardswish, FLOATS, 'any'),
+  'hardtanh': (F.hardtanh, FLOATS, 'any'), 'relu6': (lambda x: F.relu6(x * 3), FLOATS, 'any'),
+  'softsign': (F.softsign, FLOATS, 'any'), 'quick_gelu': (quick_gelu, FLOATS, 'any'),
+}
+for name, (fn, dts, kind) in MATH.items():
+  for dt in dts:
+    add(f'{name}/{dt}', name, [rand(dt, S, kind)], fn)
+  add(f'{name}/strided', name, [In(rand(dts[0], (7, 3, 5), kind), slices=[(None, None, 2), (1, 3), (None, None, -2)])],
+      fn)
+add('atan/large', 'atan', [torch.tensor([1e4, -1e4, 1e30, -50.0, 1.0, -1.0, 0.0, 1e-6])], torch.atan)
+add('erf/tails', 'erf', [torch.tensor([-6.0, -3.5, -1e-4, 0.0, 1e-4, 0.5, 2.5, 6.0])], torch.erf)
+add('asin/edges', 'asin', [torch.tensor([-1.0, 1.0, 0.999, -0.999, 0.0, 1e-5])], torch.asin)
+add('hardtanh/bounds', 'hardtanh', [rand('float32')], lambda x: F.hardtanh(x, -0.5, 2.0), {'min': -0.5, 'max': 2.0})
+add('elu/alpha', 'elu', [rand('float32')], lambda x: F.elu(x, 0.3), {'alpha': 0.3})
+add('celu/alpha', 'celu', [rand('float32')], lambda x: F.celu(x, 2.5), {'alpha': 2.5})
+for dt in FLOATS:
+  for d in [-1, 0, 1]:
+    add(f'softmin/{dt}/{d}', 'softmin', [rand(dt)], lambda x, d=d: F.softmin(x, d), {'axis': d})
+for dt in FLOATS + ['int32']:
+  add(f'copysign/{dt}', 'copysign', [rand(dt), rand(dt)], torch.copysign)
+add('copysign/broadcast', 'copysign', [rand('float32', (3, 1, 7)), rand('float32', (5, 1))], torch.copysign)
+add('copysign/int8_uint8', 'copysign', [rand('int8', (2, 9)), rand('uint8', (2, 9))], torch.copysign)
+add('copysign/specials', 'copysign', [specials('float32'), specials('float32').flip(0)], torch.copysign)
+add('copysign_scalar/neg', 'copysign_scalar', [rand('float32', (4, 5))], lambda x: torch.copysign(x, -2.0),
+    {'scalar': -2.0})
+for dt in FLOATS:
+  add(f'lerp/{dt}', 'lerp', [rand(dt), rand(dt), rand(dt, S, 'small') * 1.6], torch.lerp)
+add('lerp/broadcast', 'lerp', [rand('float32', (3, 1, 7)), rand('float32', (5, 7)), rand('float32', (7,), 'unit')],
+    torch.lerp)
+for w in [0.25, 0.75, 1.0]:
+  add(f'lerp_scalar/{w}', 'lerp_scalar', [rand('float32'), rand('float32')], lambda a, b, w=w: torch.lerp(a, b, w),
+      {'weight': w})
 
 # ---- dtype ----
 CASTS = [('float32', 'int32', 'any'), ('float32', 'int8', 'small'), ('float32', 'uint8', 'pos'),

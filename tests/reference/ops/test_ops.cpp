@@ -138,6 +138,9 @@ struct Op {
 #define SCALAR(name, ...) {#name "_scalar", {OP(x[0].name(num(a["scalar"]) __VA_ARGS__))}}
 #define REV , a.value("reverse", false)
 #define REDUCE(name) {#name, {OP(x[0].name(axes(a), a.value("keepdim", false)))}}
+// ops that return (values, indices) or (statistic, mean)
+#define PAIR(...) [](const Ins& x [[maybe_unused]], const json& a [[maybe_unused]]) -> Outs { \
+    auto [p, q] = __VA_ARGS__; return {p, q}; }
 
 const std::map<std::string, Op>& ops() {
   static const std::map<std::string, Op> table = {
@@ -236,6 +239,19 @@ const std::map<std::string, Op>& ops() {
        {OP(x[0].sparse_categorical_crossentropy(x[1], a["ignore_index"], a["smoothing"], reduction(a))), kMath}},
       {"binary_crossentropy", {OP(x[0].binary_crossentropy(x[1], reduction(a))), kMath}},
       {"binary_crossentropy_logits", {OP(x[0].binary_crossentropy_logits(x[1], reduction(a))), kMath}},
+      // composed math and activations
+      UNARY_T(asin), UNARY_T(acos), UNARY_T(atan), UNARY_T(sinh), UNARY_T(cosh), UNARY_T(asinh),
+      UNARY_T(acosh), UNARY_T(atanh), UNARY_T(erf), UNARY_T(log10), UNARY_T(selu), UNARY_T(mish),
+      UNARY_T(hardsigmoid), UNARY_T(hardswish), UNARY_T(softsign), UNARY_T(quick_gelu),
+      {"gelu_exact", {OP(x[0].gelu("none")), kMath}},
+      {"elu", {OP(x[0].elu(a.value("alpha", 1.0))), kMath}},
+      {"celu", {OP(x[0].celu(a.value("alpha", 1.0))), kMath}},
+      {"hardtanh", {OP(x[0].hardtanh(a.value("min", -1.0), a.value("max", 1.0)))}},
+      {"relu6", {OP((x[0] * 3).relu6())}},
+      {"softmin", {OP(x[0].softmin(a["axis"])), kMath}},
+      BINARY(copysign), SCALAR(copysign),
+      {"lerp", {OP(x[0].lerp(x[1], x[2])), kMath}},
+      {"lerp_scalar", {OP(x[0].lerp(x[1], a["weight"].get<double>())), kMath}},
       // dtype
       {"cast", {OP(x[0].cast(dtype_named(a["dtype"])))}},
       {"bitcast", {OP(x[0].bitcast(dtype_named(a["dtype"])))}},
@@ -460,4 +476,13 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_op) {
   expect_error<ValueError>([&] { f.cross_entropy(f, Reduction::MEAN, 1.5); },
                            "[cross_entropy] label_smoothing must be in [0, 1], got 1.5");
   expect_error<ValueError>([&] { f.flatten(1, 0); }, "[flatten] start_dim 1 comes after end_dim 0");
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_to_composed_ops_names_the_op) {
+  Tensor f = Tensor::ones({3, 4}), v = Tensor::ones({3}), i = Tensor::ones({3, 4}, dtypes::int32);
+  expect_error<ValueError>([&] { f.gelu("fast"); },
+                           "[gelu] approximate must be 'none' or 'tanh', got 'fast'");
+  expect_error<ValueError>([&] { f.hardtanh(2, 1); }, "[hardtanh] min_val 2 is greater than max_val 1");
+  expect_error<ValueError>([&] { f.celu(0); }, "[celu] alpha must not be zero");
+  expect_error<IndexError>([&] { f.softmin(2); }, "[softmin] axis 2 is out of range for 2 dimensions");
 }
