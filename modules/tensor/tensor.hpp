@@ -318,6 +318,13 @@ class Tensor {
   Tensor quick_gelu() const;  // x * sigmoid(1.702 x)
   Tensor softmin(int axis = -1) const;
 
+  // ---- masks ----
+  // value where mask (bool, broadcast to this shape) is true; keeps this dtype.
+  Tensor masked_fill(const Tensor& mask, const Operand& value) const;
+  // The lower (upper) triangle of the last two axes: elements with col - row <= (>=) diagonal; zero
+  // elsewhere.
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
 
   // ---- reduce ----
   Tensor sum(Axes axis = {}, bool keepdim = false, std::optional<DType> dtype = {}) const;
@@ -353,6 +360,22 @@ class Tensor {
   std::vector<Tensor> split(int64_t size, int dim = 0) const;
   std::vector<Tensor> split(Shape sizes, int dim = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int dim = 0) const;
+  // Elements shifted by shifts[i] along dims[i], wrapping around; without dims, over the flattened tensor.
+  Tensor roll(std::vector<int64_t> shifts, Dims dims = {}) const;
+  // 1-d: a square matrix with this on a diagonal; 2-d: that diagonal (above the main one for diagonal > 0).
+  Tensor diag(int64_t diagonal = 0) const;
+  // The diagonal of the dim1 x dim2 planes, moved to a new last axis.
+  Tensor diagonal(int64_t offset = 0, int dim1 = 0, int dim2 = 1) const;
+  // Coordinate grids of 1-d tensors; indexing "ij" (matrix) or "xy" (Cartesian: the first two axes swapped).
+  static std::vector<Tensor> meshgrid(std::vector<Tensor> tensors, std::string_view indexing = "ij");
+  // Each element repeats times in a row along dim (without dim: of the flattened tensor).
+  Tensor repeat_interleave(int64_t repeats, std::optional<int> dim = {}) const;
+  // Windows of size elements every step along dim: that axis becomes the window count, a new last axis the
+  // window (PyTorch's Tensor.unfold).
+  Tensor unfold(int dim, int64_t size, int64_t step) const;
+  // Zero padding at the end (shrinking from the start) of each axis to shape; -1 keeps an axis.
+  Tensor pad_to(Shape shape) const;
+  Tensor shrink_to(Shape shape) const;
   Tensor contiguous() const;
   Tensor to(std::string_view device) const;
 

@@ -184,6 +184,23 @@ const std::map<std::string, Fn>& cases() {
       {"softsign", [](const V& t) { return t[0].softsign(); }},
       {"quick_gelu", [](const V& t) { return t[0].quick_gelu(); }},
       {"softmin", [](const V& t) { return t[0].softmin(1); }},
+      // masks, statistics, scans
+      {"masked_fill", [](const V& t) { return t[0].masked_fill(t[1].ne(0), 0.5); }},
+      {"tril_triu", [](const V& t) { return t[0].tril(1) + t[0].triu(-1) * 2; }},
+      // shape helpers, scatter, sorting, selection
+      {"roll", [](const V& t) { return t[0].roll({1, -2}, {0, 2}) * Tensor::arange(5.0); }},
+      {"diag", [](const V& t) { return t[0].diag(1) * Tensor::arange(5.0); }},
+      {"diag_2d", [](const V& t) { return t[0].diag(-1); }},
+      {"diagonal", [](const V& t) { return t[0].diagonal(1, 0, 2); }},
+      {"meshgrid",
+       [](const V& t) {
+         std::vector<Tensor> g = Tensor::meshgrid({t[0], t[1]}, "xy");
+         return g[0] * g[1] + g[0];
+       }},
+      {"repeat_interleave", [](const V& t) { return t[0].repeat_interleave(2, 1) * Tensor::arange(5.0); }},
+      {"unfold", [](const V& t) { return t[0].unfold(1, 4, 3) * Tensor::arange(4.0); }},
+      {"pad_to_shrink_to",
+       [](const V& t) { return t[0].pad_to({3, 5, 7}) * 2 + t[0].shrink_to({2, 3, 4}).pad_to({3, 5, 7}); }},
       {"mlp_loss",
        [](const V& t) {
          Tensor h = (t[0].matmul(t[1]) + t[2]).relu();

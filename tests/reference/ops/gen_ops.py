@@ -641,6 +641,52 @@ for w in [0.25, 0.75, 1.0]:
   add(f'lerp_scalar/{w}', 'lerp_scalar', [rand('float32'), rand('float32')], lambda a, b, w=w: torch.lerp(a, b, w),
       {'weight': w})
 
+# masks
+for dt, v in [('float32', 2.5), ('int32', 7), ('bool', True), ('float16', -1.5), ('int8', -3)]:
+  add(f'masked_fill/{dt}', 'masked_fill', [rand(dt), rand('bool')], lambda x, m, v=v: x.masked_fill(m, v), {'value': v})
+add('masked_fill/broadcast', 'masked_fill', [rand('float32'), rand('bool', (5, 1))],
+    lambda x, m: x.masked_fill(m, -2.0), {'value': -2.0})
+add('masked_fill/tensor_value', 'masked_fill', [rand('float32', (4, 6)), rand('bool', (4, 6)), rand('float32', ())],
+    lambda x, m, v: x.masked_fill(m, v))
+for name in ['tril', 'triu']:
+  for dt in ['float32', 'int8', 'bool']:
+    for k in [0, 1, -2, 9]:
+      add(f'{name}/{dt}/{k}', name, [rand(dt)], lambda x, n=name, k=k: getattr(torch, n)(x, k), {'diagonal': k})
+  add(f'{name}/wide', name, [rand('float32', (4, 9))], lambda x, n=name: getattr(torch, n)(x, 2), {'diagonal': 2})
+  add(f'{name}/tall', name, [In(rand('float32', (4, 9)), permute=(1, 0))], lambda x, n=name: getattr(torch, n)(x, -1),
+      {'diagonal': -1})
+
+# shape helpers
+for shifts, dims in [([2], [0]), ([-3], [2]), ([1, 4], [0, 2]), ([9], []), ([-22], [1]), ([0, 5], [-1, 1])]:
+  add(f'roll/{shifts}/{dims}', 'roll', [rand('float32')],
+      lambda x, s=shifts, d=dims: torch.roll(x, s, d) if d else torch.roll(x, s[0]), {'shifts': shifts, 'dims': dims})
+add('roll/bool', 'roll', [rand('bool', (4, 6))], lambda x: torch.roll(x, 2, 1), {'shifts': [2], 'dims': [1]})
+for k in [0, 2, -1]:
+  add(f'diag/1d/{k}', 'diag', [rand('float32', (4,))], lambda x, k=k: torch.diag(x, k), {'diagonal': k})
+  add(f'diag/2d/{k}', 'diag', [rand('int32', (4, 6))], lambda x, k=k: torch.diag(x, k), {'diagonal': k})
+add('diag/bool', 'diag', [rand('bool', (5,))], lambda x: torch.diag(x), {'diagonal': 0})
+for off, d1, d2 in [(0, 0, 1), (1, 0, 2), (-2, 2, 0), (3, -1, -2), (-4, 1, 2), (9, 0, 1)]:
+  add(f'diagonal/{off}/{d1}/{d2}', 'diagonal', [rand('float32')], lambda x, o=off, a=d1, b=d2: torch.diagonal(x, o, a, b),
+      {'offset': off, 'dim1': d1, 'dim2': d2})
+for ix in ['ij', 'xy']:
+  add(f'meshgrid/{ix}', 'meshgrid', [rand('float32', (3,)), rand('float32', (4,)), rand('float32', (2,))],
+      lambda *xs, ix=ix: torch.meshgrid(*xs, indexing=ix), {'indexing': ix})
+add('meshgrid/one', 'meshgrid', [rand('float32', (5,))], lambda x: torch.meshgrid(x, indexing='xy'), {'indexing': 'xy'})
+for r, d in [(2, 0), (3, -1), (1, 1), (2, None), (0, 1)]:
+  add(f'repeat_interleave/{r}/{d}', 'repeat_interleave', [rand('int32')],
+      lambda x, r=r, d=d: torch.repeat_interleave(x, r, d), {'repeats': r} | ({'dim': d} if d is not None else {}))
+for d, size, step in [(0, 2, 1), (1, 3, 2), (-1, 7, 1), (2, 2, 3), (1, 1, 5), (2, 3, 1)]:
+  add(f'unfold/{d}/{size}/{step}', 'unfold', [rand('float32')], lambda x, d=d, s=size, t=step: x.unfold(d, s, t),
+      {'dim': d, 'size': size, 'step': step})
+add('unfold/int8', 'unfold', [rand('int8', (10,))], lambda x: x.unfold(0, 4, 3), {'dim': 0, 'size': 4, 'step': 3})
+for target in [[4, 5, 9], [3, -1, 8], [3, 5, 7]]:
+  add(f'pad_to/{target}', 'pad_to', [rand('float32')],
+      lambda x, t=target: F.pad(x, [p for i in reversed(range(3)) for p in (0, (t[i] if t[i] != -1 else x.shape[i]) - x.shape[i])]),
+      {'shape': target})
+for target in [[2, 5, 4], [-1, 1, 7], [0, 5, 7]]:
+  add(f'shrink_to/{target}', 'shrink_to', [rand('int32')],
+      lambda x, t=target: x[tuple(slice(0, s if s != -1 else None) for s in t)], {'shape': target})
+
 # ---- dtype ----
 CASTS = [('float32', 'int32', 'any'), ('float32', 'int8', 'small'), ('float32', 'uint8', 'pos'),
          ('float32', 'bool', 'any'),

@@ -252,6 +252,22 @@ const std::map<std::string, Op>& ops() {
       BINARY(copysign), SCALAR(copysign),
       {"lerp", {OP(x[0].lerp(x[1], x[2])), kMath}},
       {"lerp_scalar", {OP(x[0].lerp(x[1], a["weight"].get<double>())), kMath}},
+      // masks
+      {"masked_fill", {OP(x[0].masked_fill(x[1], x.size() > 2 ? Operand(x[2]) : Operand(num(a["value"]))))}},
+      {"tril", {OP(x[0].tril(a["diagonal"].get<int64_t>()))}},
+      {"triu", {OP(x[0].triu(a["diagonal"].get<int64_t>()))}},
+      // shape helpers
+      {"roll", {OP(x[0].roll(a["shifts"].get<std::vector<int64_t>>(), a["dims"].get<Dims>()))}},
+      {"diag", {OP(x[0].diag(a["diagonal"].get<int64_t>()))}},
+      {"diagonal", {OP(x[0].diagonal(a["offset"].get<int64_t>(), a["dim1"], a["dim2"]))}},
+      {"meshgrid",
+       {[](const Ins& x, const json& a) { return Tensor::meshgrid(x, a["indexing"].get<std::string>()); }}},
+      {"repeat_interleave",
+       {OP(x[0].repeat_interleave(a["repeats"],
+                                  a.contains("dim") ? std::optional<int>(a["dim"]) : std::nullopt))}},
+      {"unfold", {OP(x[0].unfold(a["dim"], a["size"], a["step"]))}},
+      {"pad_to", {OP(x[0].pad_to(a["shape"].get<Shape>()))}},
+      {"shrink_to", {OP(x[0].shrink_to(a["shape"].get<Shape>()))}},
       // dtype
       {"cast", {OP(x[0].cast(dtype_named(a["dtype"])))}},
       {"bitcast", {OP(x[0].bitcast(dtype_named(a["dtype"])))}},
@@ -485,4 +501,40 @@ BOOST_AUTO_TEST_CASE(bad_input_to_composed_ops_names_the_op) {
   expect_error<ValueError>([&] { f.hardtanh(2, 1); }, "[hardtanh] min_val 2 is greater than max_val 1");
   expect_error<ValueError>([&] { f.celu(0); }, "[celu] alpha must not be zero");
   expect_error<IndexError>([&] { f.softmin(2); }, "[softmin] axis 2 is out of range for 2 dimensions");
+  expect_error<ShapeError>([&] { v.tril(); }, "[tril] needs at least 2 dimensions, got (3,)");
+  expect_error<ShapeError>([&] { v.triu(1); }, "[triu] needs at least 2 dimensions, got (3,)");
+  expect_error<DTypeError>([&] { f.masked_fill(i, 0); }, "[masked_fill] mask must be bool, got int");
+  expect_error<ShapeError>([&] { f.masked_fill(f.eq(1), v); },
+                           "[masked_fill] value must be a number or a 0-d tensor, got shape (3,)");
+  expect_error<ShapeError>(
+      [&] {
+        f.masked_fill(Tensor::ones({2, 1}, dtypes::bool_), 0);
+      },
+      "[masked_fill] cannot broadcast (2,1) with (3,4)");
+  expect_error<ValueError>([&] { f.roll({1, 2}, {0}); }, "[roll] 2 shifts for 1 dims");
+  expect_error<ValueError>(
+      [&] {
+        f.roll({1, 2});
+      },
+      "[roll] 2 shifts without dims; the flattened tensor takes one");
+  expect_error<ShapeError>(
+      [&] {
+        f.reshape({3, 2, 2}).diag();
+      },
+      "[diag] needs a 1-d or 2-d tensor, got (3,2,2)");
+  expect_error<ValueError>([&] { f.diagonal(0, 1, -1); }, "[diagonal] dim1 and dim2 are both axis 1");
+  expect_error<ValueError>([&] { Tensor::meshgrid({v}, "yx"); },
+                           "[meshgrid] indexing must be 'ij' or 'xy', got 'yx'");
+  expect_error<ShapeError>([&] { Tensor::meshgrid({f}); }, "[meshgrid] needs 0-d or 1-d tensors, got (3,4)");
+  expect_error<ValueError>([&] { f.repeat_interleave(-1); },
+                           "[repeat_interleave] repeats must be non-negative, got -1");
+  expect_error<ValueError>([&] { f.unfold(0, 4, 1); }, "[unfold] size 4 does not fit axis 0 of size 3");
+  expect_error<ValueError>([&] { f.unfold(1, 2, 0); }, "[unfold] step must be positive, got 0");
+  expect_error<ValueError>([&] { f.pad_to({2, 4}); }, "[pad_to] cannot pad (3,4) to the smaller (2,4)");
+  expect_error<ValueError>(
+      [&] {
+        f.shrink_to({3, 5});
+      },
+      "[shrink_to] cannot shrink (3,4) to the larger (3,5)");
+  expect_error<ShapeError>([&] { f.pad_to({3}); }, "[pad_to] target (3,) for the 2-d shape (3,4)");
 }
