@@ -340,6 +340,21 @@ class Tensor {
   Tensor argmax(std::optional<int> axis = {}, bool keepdim = false) const;  // int32, first maximum
   Tensor argmin(std::optional<int> axis = {}, bool keepdim = false) const;
   Tensor cumsum(int axis = 0) const;
+  Tensor cumprod(int axis = 0) const;
+  // Running maximum (minimum) and its int32 index: the last position holding it, as PyTorch.
+  std::pair<Tensor, Tensor> cummax(int axis = 0) const;
+  std::pair<Tensor, Tensor> cummin(int axis = 0) const;
+  Tensor logcumsumexp(int axis = 0) const;
+
+  // ---- statistics ----
+  std::pair<Tensor, Tensor> std_mean(Axes axis = {}, bool keepdim = false, double correction = 1) const;
+  std::pair<Tensor, Tensor> var_mean(Axes axis = {}, bool keepdim = false, double correction = 1) const;
+  // |this - other| <= atol + rtol |other| elementwise (equal infinities are close; NaNs only with equal_nan).
+  Tensor isclose(const Operand& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool allclose(const Operand& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  // this / max(||this||_p along dim, eps) (F.normalize).
+  Tensor normalize(double p = 2.0, int dim = 1, double eps = 1e-12) const;
+
 
   // ---- movement (zero copy) ----
   Tensor reshape(Shape shape) const;  // one -1 is inferred

@@ -187,6 +187,22 @@ const std::map<std::string, Fn>& cases() {
       // masks, statistics, scans
       {"masked_fill", [](const V& t) { return t[0].masked_fill(t[1].ne(0), 0.5); }},
       {"tril_triu", [](const V& t) { return t[0].tril(1) + t[0].triu(-1) * 2; }},
+      {"std_mean",
+       [](const V& t) {
+         auto [s, m] = t[0].std_mean(1);
+         return s * 2 + m;
+       }},
+      {"var_mean",
+       [](const V& t) {
+         auto [v, m] = t[0].var_mean({0, 2}, true);
+         return v + m * 3;
+       }},
+      {"normalize", [](const V& t) { return t[0].normalize(2.0, 1); }},
+      {"normalize_p3", [](const V& t) { return t[0].normalize(3.0, -1); }},
+      {"cumprod", [](const V& t) { return (t[0] + 0.2).cumprod(1); }},
+      {"cummax", [](const V& t) { return t[0].cummax(1).first; }},
+      {"cummin", [](const V& t) { return t[0].cummin(-1).first; }},
+      {"logcumsumexp", [](const V& t) { return t[0].logcumsumexp(2); }},
       // shape helpers, scatter, sorting, selection
       {"roll", [](const V& t) { return t[0].roll({1, -2}, {0, 2}) * Tensor::arange(5.0); }},
       {"diag", [](const V& t) { return t[0].diag(1) * Tensor::arange(5.0); }},

@@ -656,6 +656,64 @@ for name in ['tril', 'triu']:
   add(f'{name}/tall', name, [In(rand('float32', (4, 9)), permute=(1, 0))], lambda x, n=name: getattr(torch, n)(x, -1),
       {'diagonal': -1})
 
+# statistics
+for name in ['std_mean', 'var_mean']:
+  for dt in FLOATS:
+    for axis, keep in [(None, False), (1, True), ([0, 2], False), (-1, False)]:
+      dim = tuple(axis) if isinstance(axis, list) else axis
+      add(f'{name}/{dt}/{axis}/{keep}', name, [rand(dt)],
+          lambda x, n=name, d=dim, k=keep: getattr(torch, n)(x) if d is None else getattr(torch, n)(x, d, keepdim=k),
+          {'keepdim': keep} | ({'axis': axis} if axis is not None else {}))
+  add(f'{name}/correction0', name, [rand('float32')], lambda x, n=name: getattr(torch, n)(x, 1, unbiased=False),
+      {'axis': 1, 'correction': 0.0})
+near = specials('float32')
+near_b = near.clone()
+near_b.view(-1)[12:24] += torch.tensor([1e-7, 1e-5, 1e-3, -1e-6, 0.0, 2e-8, -3e-5, 1e-4, 0.5, -1e-9, 1e-6, 0.0])
+for i, (rtol, atol, eq_nan) in enumerate([(1e-5, 1e-8, False), (1e-3, 0.0, False), (0.0, 1e-5, True), (0.1, 0.1, True)]):
+  add(f'isclose/{i}', 'isclose', [near, near_b], lambda a, b, r=rtol, t=atol, e=eq_nan: torch.isclose(a, b, r, t, e),
+      {'rtol': rtol, 'atol': atol, 'equal_nan': eq_nan})
+add('isclose/int32', 'isclose', [rand('int32'), rand('int32', S, 'small')], lambda a, b: torch.isclose(a, b, 0.5, 1.0),
+    {'rtol': 0.5, 'atol': 1.0, 'equal_nan': False})
+add('isclose/broadcast', 'isclose', [rand('float32', (3, 1)), rand('float32', (4,))],
+    lambda a, b: torch.isclose(a, b, 1.0, 1.0), {'rtol': 1.0, 'atol': 1.0, 'equal_nan': False})
+a = rand('float32', (5, 7))
+for i, (b, rtol, atol, eq_nan) in enumerate([(a + 1e-7, 1e-5, 1e-8, False), (a + 1e-3, 1e-5, 1e-8, False),
+                                             (a * 1.001, 2e-3, 0.0, False), (near, 1e-5, 1e-8, True),
+                                             (near, 1e-5, 1e-8, False)]):
+  x = near if b is near else a
+  add(f'allclose/{i}', 'allclose', [x, b], lambda x, b, r=rtol, t=atol, e=eq_nan: torch.tensor(torch.allclose(x, b, r, t, e)),
+      {'rtol': rtol, 'atol': atol, 'equal_nan': eq_nan})
+for dt in FLOATS:
+  for p, d in [(2.0, 1), (1.0, -1), (3.0, 0), (float('inf'), 2)]:
+    add(f'normalize/{dt}/{p}/{d}', 'normalize', [rand(dt)], lambda x, p=p, d=d: F.normalize(x, p, d),
+        {'p': enc(p), 'dim': d})
+zero_rows = rand('float32', (4, 5)); zero_rows[1] = 0
+add('normalize/zero_row', 'normalize', [zero_rows], lambda x: F.normalize(x, 2.0, 1, 1e-3), {'p': 2.0, 'dim': 1, 'eps': 1e-3})
+
+# scans
+for dt in ['float32', 'float64', 'int32', 'float16']:
+  for axis in [0, 1, -1]:
+    add(f'cumprod/{dt}/{axis}', 'cumprod', [rand(dt, S, 'small')], lambda x, a=axis: torch.cumprod(x, a),
+        {'axis': axis}, out_dtype=dt)
+add('cumprod/bool', 'cumprod', [rand('bool', (3, 6))], lambda x: torch.cumprod(x, 1), {'axis': 1}, out_dtype='int32')
+for name in ['cummax', 'cummin']:
+  for dt in ['float32', 'int32', 'uint8', 'float16', 'int8']:
+    for axis in [0, 1, -1]:
+      # small ranges make ties: the index is the last position holding the running extreme
+      add(f'{name}/{dt}/{axis}', name, [rand(dt, S, 'small' if dt in INTS else 'any')],
+          lambda x, n=name, a=axis: getattr(torch, n)(x, a), {'axis': axis}, out_dtype=[None, 'int32'])
+  add(f'{name}/bool', name, [rand('bool', (4, 9))], lambda x, n=name: getattr(torch, n)(x, 1), {'axis': 1},
+      out_dtype=[None, 'int32'])
+  add(f'{name}/permuted', name, [In(rand('float32', (7, 3, 5)), permute=(1, 2, 0))],
+      lambda x, n=name: getattr(torch, n)(x, 2), {'axis': 2}, out_dtype=[None, 'int32'])
+for dt in ['float32', 'float64']:
+  for axis in [0, 1, -1]:
+    add(f'logcumsumexp/{dt}/{axis}', 'logcumsumexp', [rand(dt)], lambda x, a=axis: torch.logcumsumexp(x, a),
+        {'axis': axis})
+add('logcumsumexp/large', 'logcumsumexp', [torch.tensor([[-1000.0, 0.0, 1000.0, 999.0, float('-inf')],
+                                                         [float('-inf'), float('-inf'), 2.0, -50.0, 100.0]])],
+    lambda x: torch.logcumsumexp(x, 1), {'axis': 1})
+
 # shape helpers
 for shifts, dims in [([2], [0]), ([-3], [2]), ([1, 4], [0, 2]), ([9], []), ([-22], [1]), ([0, 5], [-1, 1])]:
   add(f'roll/{shifts}/{dims}', 'roll', [rand('float32')],

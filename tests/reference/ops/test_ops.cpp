@@ -256,6 +256,19 @@ const std::map<std::string, Op>& ops() {
       {"masked_fill", {OP(x[0].masked_fill(x[1], x.size() > 2 ? Operand(x[2]) : Operand(num(a["value"]))))}},
       {"tril", {OP(x[0].tril(a["diagonal"].get<int64_t>()))}},
       {"triu", {OP(x[0].triu(a["diagonal"].get<int64_t>()))}},
+      // statistics
+      {"std_mean",
+       {PAIR(x[0].std_mean(axes(a), a.value("keepdim", false), a.value("correction", 1.0))), kMath}},
+      {"var_mean",
+       {PAIR(x[0].var_mean(axes(a), a.value("keepdim", false), a.value("correction", 1.0))), kMath}},
+      {"isclose", {OP(x[0].isclose(x[1], a["rtol"], a["atol"], a["equal_nan"]))}},
+      {"allclose", {OP(Tensor(x[0].allclose(x[1], a["rtol"], a["atol"], a["equal_nan"])))}},
+      {"normalize", {OP(x[0].normalize(decode(a["p"]), a["dim"], a.value("eps", 1e-12))), kMath}},
+      // scans
+      {"cumprod", {OP(x[0].cumprod(a["axis"])), kMath}},
+      {"cummax", {PAIR(x[0].cummax(a["axis"]))}},
+      {"cummin", {PAIR(x[0].cummin(a["axis"]))}},
+      {"logcumsumexp", {OP(x[0].logcumsumexp(a["axis"])), kMath}},
       // shape helpers
       {"roll", {OP(x[0].roll(a["shifts"].get<std::vector<int64_t>>(), a["dims"].get<Dims>()))}},
       {"diag", {OP(x[0].diag(a["diagonal"].get<int64_t>()))}},
@@ -511,6 +524,15 @@ BOOST_AUTO_TEST_CASE(bad_input_to_composed_ops_names_the_op) {
         f.masked_fill(Tensor::ones({2, 1}, dtypes::bool_), 0);
       },
       "[masked_fill] cannot broadcast (2,1) with (3,4)");
+  expect_error<ValueError>([&] { f.isclose(f, -1); },
+                           "[isclose] rtol and atol must be non-negative, got -1 and 1e-08");
+  expect_error<ValueError>([&] { f.normalize(0); }, "[normalize] p must be positive, got 0");
+  expect_error<IndexError>([&] { f.normalize(2, 2); }, "[normalize] axis 2 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.cumprod(2); }, "[cumprod] axis 2 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.cummax(-3); }, "[cummax] axis -3 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.cummin(2); }, "[cummin] axis 2 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.logcumsumexp(5); },
+                           "[logcumsumexp] axis 5 is out of range for 2 dimensions");
   expect_error<ValueError>([&] { f.roll({1, 2}, {0}); }, "[roll] 2 shifts for 1 dims");
   expect_error<ValueError>(
       [&] {
