@@ -355,6 +355,13 @@ class Tensor {
   // this / max(||this||_p along dim, eps) (F.normalize).
   Tensor normalize(double p = 2.0, int dim = 1, double eps = 1e-12) const;
 
+  // ---- sorting: a rank per element (how many elements come before it), then a one-hot gather by rank.
+  // Stable: equal values keep their order, so indices match PyTorch's stable sort; NaN sorts as the largest
+  // value. ----
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false) const;  // values, int32 indices
+  Tensor argsort(int dim = -1, bool descending = false) const;
+  // The k largest (smallest) along dim, in sorted order, with int32 indices.
+  std::pair<Tensor, Tensor> topk(int64_t k, int dim = -1, bool largest = true) const;
 
   // ---- movement (zero copy) ----
   Tensor reshape(Shape shape) const;  // one -1 is inferred

@@ -240,5 +240,7 @@ case("meshgrid", [("n", [3]), ("n", [4])], lambda a, b: (lambda g, h: g * h + g)
 case("repeat_interleave", [R3], lambda x: torch.repeat_interleave(x, 2, 1) * torch.arange(5.0))
 case("unfold", [("n", [3, 10])], lambda x: x.unfold(1, 4, 3) * torch.arange(4.0))
 case("pad_to_shrink_to", [R3], lambda x: F.pad(x, (0, 2, 0, 1)) * 2 + F.pad(x[:2, :3, :4], (0, 3, 0, 2, 0, 1)))
+case("sort", [R3], lambda x: torch.sort(x, 1, descending=True).values * torch.arange(5.0))
+case("topk", [R3], lambda x: torch.topk(x, 2, -1).values)
 with open(sys.argv[1], "w") as f:
     json.dump(CASES, f)

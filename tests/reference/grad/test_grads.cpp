@@ -217,6 +217,8 @@ const std::map<std::string, Fn>& cases() {
       {"unfold", [](const V& t) { return t[0].unfold(1, 4, 3) * Tensor::arange(4.0); }},
       {"pad_to_shrink_to",
        [](const V& t) { return t[0].pad_to({3, 5, 7}) * 2 + t[0].shrink_to({2, 3, 4}).pad_to({3, 5, 7}); }},
+      {"sort", [](const V& t) { return t[0].sort(1, true).first * Tensor::arange(5.0); }},
+      {"topk", [](const V& t) { return t[0].topk(2, -1).first; }},
       {"mlp_loss",
        [](const V& t) {
          Tensor h = (t[0].matmul(t[1]) + t[2]).relu();

@@ -745,6 +745,33 @@ for target in [[2, 5, 4], [-1, 1, 7], [0, 5, 7]]:
   add(f'shrink_to/{target}', 'shrink_to', [rand('int32')],
       lambda x, t=target: x[tuple(slice(0, s if s != -1 else None) for s in t)], {'shape': target})
 
+# sorting: stable, so tied values keep their order and indices match PyTorch's stable sort exactly
+for dt in ['float32', 'int32', 'float16', 'uint8', 'int8']:
+  for d, desc in [(-1, False), (0, True), (1, False), (1, True)]:
+    add(f'sort/{dt}/{d}/{desc}', 'sort', [rand(dt, S, 'small' if dt in INTS else 'any')],
+        lambda x, d=d, desc=desc: torch.sort(x, stable=True, dim=d, descending=desc), {'dim': d, 'descending': desc},
+        out_dtype=[None, 'int32'])
+    add(f'argsort/{dt}/{d}/{desc}', 'argsort', [rand(dt, S, 'small' if dt in INTS else 'any')],
+        lambda x, d=d, desc=desc: torch.sort(x, stable=True, dim=d, descending=desc).indices, {'dim': d, 'descending': desc},
+        out_dtype='int32')
+for desc in [False, True]:
+  add(f'sort/specials/{desc}', 'sort', [specials('float32')], lambda x, desc=desc: torch.sort(x, stable=True, dim=1, descending=desc),
+      {'dim': 1, 'descending': desc}, out_dtype=[None, 'int32'])
+add('sort/bool', 'sort', [rand('bool', (3, 8))], lambda x: torch.sort(x, stable=True, dim=1), {'dim': 1, 'descending': False},
+    out_dtype=[None, 'int32'])
+add('sort/long', 'sort', [rand('float32', (2, 100))], lambda x: torch.sort(x, 1), {'dim': 1, 'descending': False},
+    out_dtype=[None, 'int32'])
+for k, d, largest in [(3, -1, True), (1, 0, False), (5, 1, True), (0, 1, True), (7, 2, False)]:
+  add(f'topk/{k}/{d}/{largest}', 'topk', [rand('float32')], lambda x, k=k, d=d, l=largest: torch.topk(x, k, d, l),
+      {'k': k, 'dim': d, 'largest': largest}, out_dtype=[None, 'int32'])
+# a sort of a lazy expression: every comparison must see the same rounding of each element
+add('sort_fused/gumbel', 'sort_fused', [torch.tensor([1.0, 2.0, 3.0, 4.0]), rand('float32', (3000, 4), 'unit')],
+    lambda w, u: torch.sort(torch.log(w) - torch.log(-torch.log(1 - u)), 1, descending=True), {},
+    out_dtype=[None, 'int32'])
+# with ties PyTorch's topk order among equal values is unspecified: compare only the values there
+add('topk_values/ties', 'topk_values', [rand('int32', S, 'small')], lambda x: torch.topk(x, 4, 1).values,
+    {'k': 4, 'dim': 1, 'largest': True})
+
 # ---- dtype ----
 CASTS = [('float32', 'int32', 'any'), ('float32', 'int8', 'small'), ('float32', 'uint8', 'pos'),
          ('float32', 'bool', 'any'),

@@ -281,6 +281,12 @@ const std::map<std::string, Op>& ops() {
       {"unfold", {OP(x[0].unfold(a["dim"], a["size"], a["step"]))}},
       {"pad_to", {OP(x[0].pad_to(a["shape"].get<Shape>()))}},
       {"shrink_to", {OP(x[0].shrink_to(a["shape"].get<Shape>()))}},
+      // scatter, sorting, data-dependent selections
+      {"sort", {PAIR(x[0].sort(a["dim"], a["descending"]))}},
+      {"argsort", {OP(x[0].argsort(a["dim"], a["descending"]))}},
+      {"sort_fused", {PAIR((x[0].log() - (-(1 - x[1]).log()).log()).sort(1, true)), kMath}},
+      {"topk", {PAIR(x[0].topk(a["k"], a["dim"], a["largest"]))}},
+      {"topk_values", {OP(x[0].topk(a["k"], a["dim"], a["largest"]).first)}},
       // dtype
       {"cast", {OP(x[0].cast(dtype_named(a["dtype"])))}},
       {"bitcast", {OP(x[0].bitcast(dtype_named(a["dtype"])))}},
@@ -559,4 +565,8 @@ BOOST_AUTO_TEST_CASE(bad_input_to_composed_ops_names_the_op) {
       },
       "[shrink_to] cannot shrink (3,4) to the larger (3,5)");
   expect_error<ShapeError>([&] { f.pad_to({3}); }, "[pad_to] target (3,) for the 2-d shape (3,4)");
+  expect_error<IndexError>([&] { f.sort(2); }, "[sort] axis 2 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.argsort(-3); }, "[argsort] axis -3 is out of range for 2 dimensions");
+  expect_error<ValueError>([&] { f.topk(5); }, "[topk] k 5 is out of range for axis 1 of size 4");
+  expect_error<ValueError>([&] { f.topk(-1, 0); }, "[topk] k -1 is out of range for axis 0 of size 3");
 }
