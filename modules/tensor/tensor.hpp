@@ -407,6 +407,17 @@ class Tensor {
   Tensor index(std::vector<Index> indices) const;
   Tensor gather(int dim, const Tensor& index) const;
   Tensor one_hot(int64_t num_classes) const;  // int32, a new last axis
+  // A copy with this[.., index[i][j].., ..] = src[i][j] (index along dim). Which of several writes to one
+  // element wins is unspecified, as in PyTorch.
+  Tensor scatter(int dim, const Tensor& index, const Operand& src) const;
+  // Combines src into the elements index names with reduce "sum", "prod", "mean", "amax" or "amin"; with
+  // include_self the original values take part, else only elements no index names keep them.
+  Tensor scatter_reduce(int dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                        bool include_self = true) const;
+  // Data-dependent sizes: these realize the count of nonzero (selected) elements first, on the host, then
+  // build a lazy graph of that size.
+  Tensor nonzero() const;                          // (count, ndim) int32 coordinates in row-major order
+  Tensor masked_select(const Tensor& mask) const;  // 1-d, the elements where mask (broadcast) is true
 
   // ---- linear algebra (reshape + expand + mul + sum; there is no matmul op) ----
   Tensor dot(const Tensor& w, std::optional<DType> dtype = {}) const;

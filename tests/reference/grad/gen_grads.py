@@ -240,7 +240,15 @@ case("meshgrid", [("n", [3]), ("n", [4])], lambda a, b: (lambda g, h: g * h + g)
 case("repeat_interleave", [R3], lambda x: torch.repeat_interleave(x, 2, 1) * torch.arange(5.0))
 case("unfold", [("n", [3, 10])], lambda x: x.unfold(1, 4, 3) * torch.arange(4.0))
 case("pad_to_shrink_to", [R3], lambda x: F.pad(x, (0, 2, 0, 1)) * 2 + F.pad(x[:2, :3, :4], (0, 3, 0, 2, 0, 1)))
+case("scatter", [("n", [4, 5]), ("n", [2, 5])], lambda x, s: torch.scatter(x, 0, torch.tensor([[1, 0, 3, 2, 0], [3, 2, 0, 1, 1]]), s))
+case("scatter_reduce_sum", [("n", [4, 5]), ("n", [3, 5])],
+     lambda x, s: x.scatter_reduce(0, torch.tensor([[1, 0, 3, 2, 0], [1, 2, 0, 1, 1], [3, 3, 3, 0, 0]]), s, "sum"))
+case("scatter_reduce_amax", [("n", [4, 5]), ("n", [3, 5])],
+     lambda x, s: x.scatter_reduce(0, torch.tensor([[1, 0, 3, 2, 0], [1, 2, 0, 1, 1], [3, 3, 3, 0, 0]]), s, "amax",
+                                   include_self=False))
 case("sort", [R3], lambda x: torch.sort(x, 1, descending=True).values * torch.arange(5.0))
 case("topk", [R3], lambda x: torch.topk(x, 2, -1).values)
+case("masked_select", [R3, ("i", [4, 5], 0, 2)], lambda x, m: torch.masked_select(x, m != 0))
+
 with open(sys.argv[1], "w") as f:
     json.dump(CASES, f)

@@ -217,8 +217,23 @@ const std::map<std::string, Fn>& cases() {
       {"unfold", [](const V& t) { return t[0].unfold(1, 4, 3) * Tensor::arange(4.0); }},
       {"pad_to_shrink_to",
        [](const V& t) { return t[0].pad_to({3, 5, 7}) * 2 + t[0].shrink_to({2, 3, 4}).pad_to({3, 5, 7}); }},
+      {"scatter",
+       [](const V& t) {
+         return t[0].scatter(0, Tensor(std::vector<int32_t>{1, 0, 3, 2, 0, 3, 2, 0, 1, 1}, {2, 5}), t[1]);
+       }},
+      {"scatter_reduce_sum",
+       [](const V& t) {
+         Tensor i(std::vector<int32_t>{1, 0, 3, 2, 0, 1, 2, 0, 1, 1, 3, 3, 3, 0, 0}, {3, 5});
+         return t[0].scatter_reduce(0, i, t[1], "sum");
+       }},
+      {"scatter_reduce_amax",
+       [](const V& t) {
+         Tensor i(std::vector<int32_t>{1, 0, 3, 2, 0, 1, 2, 0, 1, 1, 3, 3, 3, 0, 0}, {3, 5});
+         return t[0].scatter_reduce(0, i, t[1], "amax", false);
+       }},
       {"sort", [](const V& t) { return t[0].sort(1, true).first * Tensor::arange(5.0); }},
       {"topk", [](const V& t) { return t[0].topk(2, -1).first; }},
+      {"masked_select", [](const V& t) { return t[0].masked_select(t[1].ne(0)); }},
       {"mlp_loss",
        [](const V& t) {
          Tensor h = (t[0].matmul(t[1]) + t[2]).relu();

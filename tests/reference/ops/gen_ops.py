@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 rng = np.random.default_rng(20240611)
+warnings.filterwarnings('ignore', message='scatter_reduce')  # beta in PyTorch 1.13; the cases pin its results
 torch.manual_seed(0)
 
 TORCH = {'float32': torch.float32, 'float16': torch.float16, 'float64': torch.float64, 'int32': torch.int32,
@@ -745,6 +746,26 @@ for target in [[2, 5, 4], [-1, 1, 7], [0, 5, 7]]:
   add(f'shrink_to/{target}', 'shrink_to', [rand('int32')],
       lambda x, t=target: x[tuple(slice(0, s if s != -1 else None) for s in t)], {'shape': target})
 
+# scatter: unique targets per line (a permutation's first entries), so PyTorch's result is defined
+for dt in ['float32', 'int32', 'bool', 'float16']:
+  for d in [0, 1, -1]:
+    x = rand(dt, S)
+    ishape = list(S); ishape[d] = S[d] - 1; ishape[(d + 1) % 3] -= 1
+    perm = torch.argsort(torch.tensor(rng.random(ishape[:d % 3] + [S[d]] + ishape[d % 3 + 1:])), dim=d)
+    idx = perm.narrow(d, 0, ishape[d])
+    add(f'scatter/{dt}/{d}', 'scatter', [x, idx, rand(dt, (4, 6, 8))], lambda x, i, s, d=d: torch.scatter(x, d, i, s),
+        {'dim': d})
+add('scatter/scalar', 'scatter', [rand('float32', (4, 5)), torch.tensor([[1, 0, 3], [2, 2, 0]])],
+    lambda x, i: torch.scatter(x, 0, i, 9.5), {'dim': 0, 'value': 9.5})
+for red in ['sum', 'prod', 'mean', 'amax', 'amin']:
+  for inc in [True, False]:
+    for dt in ['float32', 'int32']:
+      kind = 'pos' if red == 'mean' and dt == 'int32' else 'small'
+      idx = torch.tensor(rng.integers(0, 5, (2, 6, 7)))  # duplicates: several sources reduce into one element
+      add(f'scatter_reduce/{red}/{inc}/{dt}', 'scatter_reduce', [rand(dt, S, kind), idx, rand(dt, (3, 6, 7), kind)],
+          lambda x, i, s, r=red, inc=inc: x.scatter_reduce(1, i, s, r, include_self=inc),
+          {'dim': 1, 'reduce': red, 'include_self': inc})
+
 # sorting: stable, so tied values keep their order and indices match PyTorch's stable sort exactly
 for dt in ['float32', 'int32', 'float16', 'uint8', 'int8']:
   for d, desc in [(-1, False), (0, True), (1, False), (1, True)]:
@@ -771,6 +792,16 @@ add('sort_fused/gumbel', 'sort_fused', [torch.tensor([1.0, 2.0, 3.0, 4.0]), rand
 # with ties PyTorch's topk order among equal values is unspecified: compare only the values there
 add('topk_values/ties', 'topk_values', [rand('int32', S, 'small')], lambda x: torch.topk(x, 4, 1).values,
     {'k': 4, 'dim': 1, 'largest': True})
+
+# data-dependent sizes (PyTorch's int64 indices; ours are int32)
+for name, x in [('int32', rand('int32', S, 'small')), ('bool', rand('bool', (4, 9))), ('1d', rand('int8', (17,), 'small')),
+                ('specials', specials('float32')), ('none', torch.zeros(3, 4)), ('scalar', torch.tensor(2.0))]:
+  add(f'nonzero/{name}', 'nonzero', [x], torch.nonzero, out_dtype='int32')
+for dt in ['float32', 'int8', 'bool', 'float16']:
+  add(f'masked_select/{dt}', 'masked_select', [rand(dt), rand('bool')], torch.masked_select)
+add('masked_select/broadcast', 'masked_select', [rand('float32', (3, 1, 7)), rand('bool', (5, 1))], torch.masked_select)
+add('masked_select/none', 'masked_select', [rand('float32', (3, 4)), torch.zeros(3, 4, dtype=torch.bool)],
+    torch.masked_select)
 
 # ---- dtype ----
 CASTS = [('float32', 'int32', 'any'), ('float32', 'int8', 'small'), ('float32', 'uint8', 'pos'),

@@ -282,11 +282,17 @@ const std::map<std::string, Op>& ops() {
       {"pad_to", {OP(x[0].pad_to(a["shape"].get<Shape>()))}},
       {"shrink_to", {OP(x[0].shrink_to(a["shape"].get<Shape>()))}},
       // scatter, sorting, data-dependent selections
+      {"scatter", {OP(x.size() > 2 ? x[0].scatter(a["dim"], x[1], x[2])
+                                   : x[0].scatter(a["dim"], x[1], num(a["value"])))}},
+      {"scatter_reduce", {OP(x[0].scatter_reduce(a["dim"], x[1], x[2], a["reduce"].get<std::string>(),
+                                                 a["include_self"])), kMath}},
       {"sort", {PAIR(x[0].sort(a["dim"], a["descending"]))}},
       {"argsort", {OP(x[0].argsort(a["dim"], a["descending"]))}},
       {"sort_fused", {PAIR((x[0].log() - (-(1 - x[1]).log()).log()).sort(1, true)), kMath}},
       {"topk", {PAIR(x[0].topk(a["k"], a["dim"], a["largest"]))}},
       {"topk_values", {OP(x[0].topk(a["k"], a["dim"], a["largest"]).first)}},
+      {"nonzero", {OP(x[0].nonzero())}},
+      {"masked_select", {OP(x[0].masked_select(x[1]))}},
       // dtype
       {"cast", {OP(x[0].cast(dtype_named(a["dtype"])))}},
       {"bitcast", {OP(x[0].bitcast(dtype_named(a["dtype"])))}},
@@ -565,8 +571,20 @@ BOOST_AUTO_TEST_CASE(bad_input_to_composed_ops_names_the_op) {
       },
       "[shrink_to] cannot shrink (3,4) to the larger (3,5)");
   expect_error<ShapeError>([&] { f.pad_to({3}); }, "[pad_to] target (3,) for the 2-d shape (3,4)");
+  expect_error<DTypeError>([&] { f.scatter(0, f, 1.0); }, "[scatter] index must be integer, got float");
+  expect_error<ShapeError>(
+      [&] {
+        f.scatter(1, Tensor::zeros({4, 1}, dtypes::int32), 1.0);
+      },
+      "[scatter] index (4,1) is larger than src (4,1) or, outside axis 1, than (3,4)");
+  expect_error<ValueError>(
+      [&] { f.scatter_reduce(0, i, f, "min"); },
+      "[scatter_reduce] reduce must be 'sum', 'prod', 'mean', 'amax' or 'amin', got 'min'");
   expect_error<IndexError>([&] { f.sort(2); }, "[sort] axis 2 is out of range for 2 dimensions");
   expect_error<IndexError>([&] { f.argsort(-3); }, "[argsort] axis -3 is out of range for 2 dimensions");
   expect_error<ValueError>([&] { f.topk(5); }, "[topk] k 5 is out of range for axis 1 of size 4");
   expect_error<ValueError>([&] { f.topk(-1, 0); }, "[topk] k -1 is out of range for axis 0 of size 3");
+  expect_error<DTypeError>([&] { f.masked_select(i); }, "[masked_select] mask must be bool, got int");
+  expect_error<ShapeError>([&] { f.masked_select(Tensor::ones({2}, dtypes::bool_)); },
+                           "[masked_select] cannot broadcast (3,4) with (2,)");
 }
