@@ -181,6 +181,13 @@ class Tensor {
                                std::string_view device = {});
   Tensor rand_like(std::optional<DType> dtype = {}) const;
   Tensor randn_like(std::optional<DType> dtype = {}) const;
+  // 64 random bits per element (uint64), the words rand() is made from.
+  static Tensor random_bits(Shape shape, std::string_view device = {});
+  // A random permutation of 0..n-1 (the order of n random keys).
+  static Tensor randperm(int64_t n, DType dtype = dtypes::int32, std::string_view device = {});
+  // num_samples class indices (int32) per row of this 1-d or 2-d tensor of non-negative weights; without
+  // replacement a row gives each class at most once (needs num_samples <= classes).
+  Tensor multinomial(int64_t num_samples = 1, bool replacement = false) const;
 
   // ---- properties ----
   bool defined() const { return impl_ != nullptr; }
