@@ -405,6 +405,10 @@ class Tensor {
   // Zero padding at the end (shrinking from the start) of each axis to shape; -1 keeps an axis.
   Tensor pad_to(Shape shape) const;
   Tensor shrink_to(Shape shape) const;
+  // einops rearrange: "b c (h w) -> b (h w) c" splits, reorders and merges named axes; sizes name the parts
+  // of a split that cannot be inferred. "..." stands for the axes the pattern does not name, "1" for a unit
+  // axis.
+  Tensor rearrange(std::string_view pattern, std::vector<std::pair<std::string, int64_t>> sizes = {}) const;
   Tensor contiguous() const;
   Tensor to(std::string_view device) const;
 
@@ -473,6 +477,15 @@ class Tensor {
                     bool ceil_mode = false) const;
   Tensor avg_pool1d(Sizes kernel, Sizes stride = {}, Padding padding = 0, bool ceil_mode = false,
                     bool count_include_pad = true) const;
+  // Resizes the last size.size() axes (F.interpolate with a size): mode "nearest", "linear" (any number of
+  // axes), "bilinear", "bicubic" (2), "trilinear" (3); align_corners as PyTorch. Computed in at least
+  // float32.
+  Tensor interpolate(Shape size, std::string_view mode = "linear", bool align_corners = false) const;
+  // The inverse of max_pool2d with return_indices: each value goes to the flat position (within its H x W
+  // plane) indices names, the rest is zero. output_size (its last two entries) may pick a size within a
+  // stride of the default (H - 1) * stride - 2 * padding + kernel.
+  Tensor max_unpool2d(const Tensor& indices, Sizes kernel, Sizes stride = {}, Sizes padding = 0,
+                      Shape output_size = {}) const;
   // softmax(q k^T / sqrt(E) + mask) v. A bool mask keeps where true; a float mask is added.
   Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value, const Tensor& mask = Tensor(),
                                       bool causal = false, double dropout_p = 0.0) const;

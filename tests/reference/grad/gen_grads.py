@@ -250,5 +250,13 @@ case("sort", [R3], lambda x: torch.sort(x, 1, descending=True).values * torch.ar
 case("topk", [R3], lambda x: torch.topk(x, 2, -1).values)
 case("masked_select", [R3, ("i", [4, 5], 0, 2)], lambda x, m: torch.masked_select(x, m != 0))
 
+case("interpolate_bilinear", [("n", [1, 2, 4, 5])], lambda x: F.interpolate(x, size=[7, 3], mode="bilinear"))
+case("interpolate_bicubic", [("n", [1, 2, 4, 5])],
+     lambda x: F.interpolate(x, size=[6, 8], mode="bicubic", align_corners=True))
+case("interpolate_nearest", [("n", [1, 2, 5])], lambda x: F.interpolate(x, size=[8], mode="nearest"))
+case("rearrange", [R3], lambda x: x.reshape(3, 2, 2, 5).permute(0, 3, 2, 1).reshape(3, 5, 4))
+UNPOOL_IDX = [[0, 3, 10], [19, 14, 17], [30, 33, 28]]  # one position in each 2x2 window of a 6x6 plane
+case("max_unpool2d", [("n", [1, 2, 3, 3])],
+     lambda x: F.max_unpool2d(x, torch.tensor(UNPOOL_IDX).expand(1, 2, 3, 3), 2) * torch.arange(6.0))
 with open(sys.argv[1], "w") as f:
     json.dump(CASES, f)

@@ -234,6 +234,16 @@ const std::map<std::string, Fn>& cases() {
       {"sort", [](const V& t) { return t[0].sort(1, true).first * Tensor::arange(5.0); }},
       {"topk", [](const V& t) { return t[0].topk(2, -1).first; }},
       {"masked_select", [](const V& t) { return t[0].masked_select(t[1].ne(0)); }},
+      // resampling, rearrange, QR
+      {"interpolate_bilinear", [](const V& t) { return t[0].interpolate({7, 3}, "bilinear"); }},
+      {"interpolate_bicubic", [](const V& t) { return t[0].interpolate({6, 8}, "bicubic", true); }},
+      {"interpolate_nearest", [](const V& t) { return t[0].interpolate({8}, "nearest"); }},
+      {"rearrange", [](const V& t) { return t[0].rearrange("a (b c) d -> a d (c b)", {{"b", 2}}); }},
+      {"max_unpool2d",
+       [](const V& t) {
+         Tensor i = Tensor(std::vector<int32_t>{0, 3, 10, 19, 14, 17, 30, 33, 28}, {1, 1, 3, 3}).expand({1, 2, 3, 3});
+         return t[0].max_unpool2d(i, 2) * Tensor::arange(6.0);
+       }},
       {"mlp_loss",
        [](const V& t) {
          Tensor h = (t[0].matmul(t[1]) + t[2]).relu();

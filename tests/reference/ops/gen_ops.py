@@ -803,6 +803,41 @@ add('masked_select/broadcast', 'masked_select', [rand('float32', (3, 1, 7)), ran
 add('masked_select/none', 'masked_select', [rand('float32', (3, 4)), torch.zeros(3, 4, dtype=torch.bool)],
     torch.masked_select)
 
+# resampling and rearrange
+for mode, shape, size, ac in [('nearest', (2, 3, 5, 7), [8, 4], False), ('nearest', (1, 2, 9), [4], False),
+                              ('linear', (2, 3, 9), [5], False), ('linear', (2, 3, 4), [11], True),
+                              ('bilinear', (2, 3, 5, 7), [8, 4], False), ('bilinear', (1, 2, 5, 7), [3, 13], True),
+                              ('bicubic', (2, 3, 5, 7), [9, 4], False), ('bicubic', (1, 2, 6, 5), [4, 11], True),
+                              ('trilinear', (1, 2, 3, 4, 5), [5, 3, 7], False)]:
+  for dt in ['float32', 'float64'] if mode != 'nearest' else ['float32', 'float16']:
+    add(f'interpolate/{mode}/{size}/{ac}/{dt}', 'interpolate', [rand(dt, shape)],
+        lambda x, m=mode, s=size, ac=ac: F.interpolate(x, size=s, mode=m, align_corners=None if m == 'nearest' else ac),
+        {'size': size, 'mode': mode, 'align_corners': ac})
+add('interpolate/bilinear_f16', 'interpolate', [rand('float16', (1, 2, 4, 6))],
+    lambda x: F.interpolate(x.float(), size=[7, 3], mode='bilinear').half(),
+    {'size': [7, 3], 'mode': 'bilinear', 'align_corners': False})
+pool_in = rand('float32', (2, 3, 6, 8))
+for k, st, p, out in [(2, 2, 0, None), (2, 1, 0, None), (3, 2, 1, [6, 8])]:
+  pooled, idx = F.max_pool2d(pool_in, k, st, p, return_indices=True)
+  add(f'max_unpool2d/{k}/{st}/{p}', 'max_unpool2d', [pooled, idx],
+      lambda x, i, k=k, st=st, p=p, out=out: F.max_unpool2d(x, i, k, st, p, output_size=out),
+      {'kernel': k, 'stride': st, 'padding': p} | ({'output_size': out} if out else {}))
+pooled, idx = F.max_pool2d(rand('float32', (3, 7, 7)), 2, 2, return_indices=True)
+add('max_unpool2d/output_size', 'max_unpool2d', [pooled, idx], lambda x, i: F.max_unpool2d(x, i, 2, 2, output_size=[7, 7]),
+    {'kernel': 2, 'stride': 2, 'padding': 0, 'output_size': [7, 7]})
+# each pattern next to the same rearrangement written with PyTorch's reshape/permute
+REARRANGE = [('b c h w -> b h w c', {}, (2, 3, 4, 5), lambda x: x.permute(0, 2, 3, 1)),
+             ('b c (h w) -> b h w c', {'h': 2}, (2, 3, 6), lambda x: x.reshape(2, 3, 2, 3).permute(0, 2, 3, 1)),
+             ('b (c h) w -> (b c) (h w)', {'c': 3}, (2, 6, 5), lambda x: x.reshape(6, 10)),
+             ('... h w -> ... w h', {}, (2, 3, 4, 5), lambda x: x.transpose(-1, -2)),
+             ('a b -> b 1 a', {}, (3, 4), lambda x: x.t().unsqueeze(1)),
+             ('a 1 b -> (b a)', {}, (3, 1, 4), lambda x: x[:, 0, :].t().reshape(-1)),
+             ('(a b c) -> c b a', {'a': 2, 'b': 3}, (24,), lambda x: x.reshape(2, 3, 4).permute(2, 1, 0)),
+             ('b ... -> b (...)', {}, (2, 3, 4), lambda x: x.reshape(2, -1)),
+             ('b ... -> (b ...)', {}, (2, 3, 4), lambda x: x.reshape(-1)),
+             ('b h (w c) -> b (c w) h', {'c': 2}, (2, 3, 8), lambda x: x.reshape(2, 3, 4, 2).permute(0, 3, 2, 1).reshape(2, 8, 3))]
+for i, (pattern, sizes, shape, fn) in enumerate(REARRANGE):
+  add(f'rearrange/{i}', 'rearrange', [rand('float32', shape)], fn, {'pattern': pattern, 'sizes': sizes})
 # ---- dtype ----
 CASTS = [('float32', 'int32', 'any'), ('float32', 'int8', 'small'), ('float32', 'uint8', 'pos'),
          ('float32', 'bool', 'any'),

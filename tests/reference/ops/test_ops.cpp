@@ -104,6 +104,13 @@ std::vector<std::pair<int64_t, int64_t>> pairs(const json& v) {
   return out;
 }
 
+// {"h": 2, ...} as rearrange's (name, size) list.
+std::vector<std::pair<std::string, int64_t>> named_sizes(const json& o) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& [name, size] : o.items()) out.emplace_back(name, size.get<int64_t>());
+  return out;
+}
+
 PadMode pad_mode(const std::string& m) {
   return m == "reflect"     ? PadMode::REFLECT
          : m == "replicate" ? PadMode::REPLICATE
@@ -291,6 +298,12 @@ const std::map<std::string, Op>& ops() {
       {"sort_fused", {PAIR((x[0].log() - (-(1 - x[1]).log()).log()).sort(1, true)), kMath}},
       {"topk", {PAIR(x[0].topk(a["k"], a["dim"], a["largest"]))}},
       {"topk_values", {OP(x[0].topk(a["k"], a["dim"], a["largest"]).first)}},
+      // resampling, rearrange, QR
+      {"interpolate", {OP(x[0].interpolate(a["size"].get<Shape>(), a["mode"].get<std::string>(),
+                                           a["align_corners"])), kMath}},
+      {"max_unpool2d", {OP(x[0].max_unpool2d(x[1], a["kernel"].get<int64_t>(), a["stride"].get<int64_t>(),
+                                             a["padding"].get<int64_t>(), a.value("output_size", Shape{})))}},
+      {"rearrange", {OP(x[0].rearrange(a["pattern"].get<std::string>(), named_sizes(a["sizes"])))}},
       {"nonzero", {OP(x[0].nonzero())}},
       {"masked_select", {OP(x[0].masked_select(x[1]))}},
       // dtype
@@ -585,6 +598,35 @@ BOOST_AUTO_TEST_CASE(bad_input_to_composed_ops_names_the_op) {
   expect_error<ValueError>([&] { f.topk(5); }, "[topk] k 5 is out of range for axis 1 of size 4");
   expect_error<ValueError>([&] { f.topk(-1, 0); }, "[topk] k -1 is out of range for axis 0 of size 3");
   expect_error<DTypeError>([&] { f.masked_select(i); }, "[masked_select] mask must be bool, got int");
+  Tensor img = Tensor::ones({1, 2, 3, 4});
+  expect_error<ValueError>([&] { img.interpolate({5, 5}, "area"); },
+                           "[interpolate] unknown mode 'area' (nearest, linear, bilinear, trilinear or bicubic)");
+  expect_error<ValueError>([&] { img.interpolate({5}, "bilinear"); },
+                           "[interpolate] mode 'bilinear' resizes 2 axes, got sizes (5,)");
+  expect_error<ValueError>([&] { img.interpolate({5, 5}, "nearest", true); },
+                           "[interpolate] align_corners only applies to the linear and cubic modes");
+  expect_error<ValueError>([&] { img.interpolate({0, 5}, "bilinear"); },
+                           "[interpolate] sizes must be positive, got (0,5)");
+  expect_error<ShapeError>([&] { v.max_unpool2d(v, 2); },
+                           "[max_unpool2d] needs (N, C, H, W) or (C, H, W), got (3,)");
+  expect_error<ValueError>([&] { img.max_unpool2d(img.cast(dtypes::int32), 2, 2, 0, {9, 9}); },
+                           "[max_unpool2d] output size (9,9) is not within a stride of (6,8)");
+  expect_error<ValueError>([&] { f.rearrange("a b"); }, "[rearrange] 'a b' has no '->'");
+  expect_error<ShapeError>([&] { f.rearrange("a b c -> a b c"); },
+                           "[rearrange] 'a b c -> a b c' does not fit the shape (3,4)");
+  expect_error<ValueError>([&] { f.rearrange("a b -> a"); },
+                           "[rearrange] every name on the left of 'a b -> a' must appear on the right");
+  expect_error<ValueError>([&] { f.rearrange("a b -> a b c"); },
+                           "[rearrange] 'c' is on the right of 'a b -> a b c' but not on the left");
+  expect_error<ShapeError>([&] { f.rearrange("a (b c) -> a b c", {{"b", 3}}); },
+                           "[rearrange] cannot split axis 1 of size 4 by 3");
+  expect_error<ValueError>([&] { f.rearrange("a (b c) -> a b c"); },
+                           "[rearrange] the sizes of 'b' and 'c' are both unknown");
+  expect_error<ValueError>([&] { f.rearrange("a (b -> a b"); }, "[rearrange] unbalanced parentheses in 'a (b -> a b'");
+  expect_error<ValueError>([&] { f.rearrange("(a ...) -> a"); },
+                           "[rearrange] '...' cannot be inside parentheses on the left of '(a ...) -> a'");
+  expect_error<ShapeError>([&] { f.rearrange("... a ... -> a"); },
+                           "[rearrange] '... a ... -> a' does not fit the shape (3,4)");
   expect_error<ShapeError>([&] { f.masked_select(Tensor::ones({2}, dtypes::bool_)); },
                            "[masked_select] cannot broadcast (3,4) with (2,)");
 }
