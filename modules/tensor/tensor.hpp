@@ -436,6 +436,9 @@ class Tensor {
   static Tensor einsum(std::string_view formula, std::vector<Tensor> operands,
                        std::optional<DType> dtype = {});
   Tensor linear(const Tensor& weight, const Tensor& bias = Tensor()) const;
+  // Reduced QR of the last two axes (m, n): Q (m, k) with orthonormal columns and upper-triangular R (k, n),
+  // k = min(m, n), with LAPACK's signs (Householder reflections), as torch.linalg.qr.
+  std::pair<Tensor, Tensor> qr() const;
 
   // ---- nn functional ----
   Tensor softmax(int axis = -1) const;

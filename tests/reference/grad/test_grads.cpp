@@ -244,6 +244,11 @@ const std::map<std::string, Fn>& cases() {
          Tensor i = Tensor(std::vector<int32_t>{0, 3, 10, 19, 14, 17, 30, 33, 28}, {1, 1, 3, 3}).expand({1, 2, 3, 3});
          return t[0].max_unpool2d(i, 2) * Tensor::arange(6.0);
        }},
+      {"qr",
+       [](const V& t) {
+         auto [q, r] = t[0].qr();
+         return q.sum(0) * 2 + r.sum(1).sum() + (q * q).sum();
+       }},
       {"mlp_loss",
        [](const V& t) {
          Tensor h = (t[0].matmul(t[1]) + t[2]).relu();

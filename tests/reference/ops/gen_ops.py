@@ -838,6 +838,11 @@ REARRANGE = [('b c h w -> b h w c', {}, (2, 3, 4, 5), lambda x: x.permute(0, 2, 
              ('b h (w c) -> b (c w) h', {'c': 2}, (2, 3, 8), lambda x: x.reshape(2, 3, 4, 2).permute(0, 3, 2, 1).reshape(2, 8, 3))]
 for i, (pattern, sizes, shape, fn) in enumerate(REARRANGE):
   add(f'rearrange/{i}', 'rearrange', [rand('float32', shape)], fn, {'pattern': pattern, 'sizes': sizes})
+# QR
+for i, shape in enumerate([(5, 3), (3, 5), (4, 4), (2, 4, 3), (1, 1)]):
+  for dt in ['float32', 'float64'] if i < 2 else ['float32']:
+    add(f'qr/{shape}/{dt}', 'qr', [rand(dt, shape)], torch.linalg.qr)
+
 # ---- dtype ----
 CASTS = [('float32', 'int32', 'any'), ('float32', 'int8', 'small'), ('float32', 'uint8', 'pos'),
          ('float32', 'bool', 'any'),

@@ -304,6 +304,7 @@ const std::map<std::string, Op>& ops() {
       {"max_unpool2d", {OP(x[0].max_unpool2d(x[1], a["kernel"].get<int64_t>(), a["stride"].get<int64_t>(),
                                              a["padding"].get<int64_t>(), a.value("output_size", Shape{})))}},
       {"rearrange", {OP(x[0].rearrange(a["pattern"].get<std::string>(), named_sizes(a["sizes"])))}},
+      {"qr", {PAIR(x[0].qr()), kMath}},
       {"nonzero", {OP(x[0].nonzero())}},
       {"masked_select", {OP(x[0].masked_select(x[1]))}},
       // dtype
@@ -627,6 +628,7 @@ BOOST_AUTO_TEST_CASE(bad_input_to_composed_ops_names_the_op) {
                            "[rearrange] '...' cannot be inside parentheses on the left of '(a ...) -> a'");
   expect_error<ShapeError>([&] { f.rearrange("... a ... -> a"); },
                            "[rearrange] '... a ... -> a' does not fit the shape (3,4)");
+  expect_error<ShapeError>([&] { v.qr(); }, "[qr] needs at least 2 dimensions, got (3,)");
   expect_error<ShapeError>([&] { f.masked_select(Tensor::ones({2}, dtypes::bool_)); },
                            "[masked_select] cannot broadcast (3,4) with (2,)");
 }
