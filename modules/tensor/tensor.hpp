@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -439,6 +440,10 @@ class Tensor {
   // Reduced QR of the last two axes (m, n): Q (m, k) with orthonormal columns and upper-triangular R (k, n),
   // k = min(m, n), with LAPACK's signs (Householder reflections), as torch.linalg.qr.
   std::pair<Tensor, Tensor> qr() const;
+  // Reduced SVD of the last two axes: U (m, k), S (k) descending, Vh (k, n), by one-sided Jacobi rotations
+  // run to convergence (the sweep count is read back from the device). Singular vectors are unique only up
+  // to sign (and rotation within equal singular values); the signs may differ from LAPACK's.
+  std::tuple<Tensor, Tensor, Tensor> svd() const;
 
   // ---- nn functional ----
   Tensor softmax(int axis = -1) const;

@@ -258,6 +258,7 @@ case("rearrange", [R3], lambda x: x.reshape(3, 2, 2, 5).permute(0, 3, 2, 1).resh
 UNPOOL_IDX = [[0, 3, 10], [19, 14, 17], [30, 33, 28]]  # one position in each 2x2 window of a 6x6 plane
 case("max_unpool2d", [("n", [1, 2, 3, 3])],
      lambda x: F.max_unpool2d(x, torch.tensor(UNPOOL_IDX).expand(1, 2, 3, 3), 2) * torch.arange(6.0))
+case("svd_values", [("n", [5, 3])], lambda a: torch.linalg.svdvals(a) * torch.tensor([1.0, 2.0, 3.0]))
 case("qr", [("n", [5, 3])], lambda a: (lambda q, r: q.sum(0) * 2 + r.sum(1).sum() + (q * q).sum())(*torch.linalg.qr(a)))
 
 with open(sys.argv[1], "w") as f:

@@ -244,6 +244,7 @@ const std::map<std::string, Fn>& cases() {
          Tensor i = Tensor(std::vector<int32_t>{0, 3, 10, 19, 14, 17, 30, 33, 28}, {1, 1, 3, 3}).expand({1, 2, 3, 3});
          return t[0].max_unpool2d(i, 2) * Tensor::arange(6.0);
        }},
+      {"svd_values", [](const V& t) { return std::get<1>(t[0].svd()) * f32({1, 2, 3}); }},
       {"qr",
        [](const V& t) {
          auto [q, r] = t[0].qr();

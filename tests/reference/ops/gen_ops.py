@@ -843,6 +843,18 @@ for i, shape in enumerate([(5, 3), (3, 5), (4, 4), (2, 4, 3), (1, 1)]):
   for dt in ['float32', 'float64'] if i < 2 else ['float32']:
     add(f'qr/{shape}/{dt}', 'qr', [rand(dt, shape)], torch.linalg.qr)
 
+# SVD: singular vectors are unique up to sign, so both sides flip each pair (U column, Vh row) to make the
+# largest-magnitude entry of the U column positive
+def svd_signed(a):
+  u, s, vh = torch.linalg.svd(a, full_matrices=False)
+  sign = torch.sign(torch.gather(u, -2, u.abs().argmax(-2, keepdim=True)))
+  return u * sign, s, vh * sign.transpose(-1, -2)
+for i, shape in enumerate([(5, 3), (3, 5), (4, 4), (2, 4, 3), (1, 1), (6, 1)]):
+  for dt in ['float32', 'float64'] if i < 2 else ['float32']:
+    add(f'svd/{shape}/{dt}', 'svd', [rand(dt, shape)], svd_signed)
+rank1 = torch.outer(torch.tensor([1.0, -2.0, 0.5, 3.0]), torch.tensor([2.0, 1.0, -1.0]))
+add('svd/rank1_values', 'svd_values', [rank1], lambda a: torch.linalg.svdvals(a))
+
 # ---- dtype ----
 CASTS = [('float32', 'int32', 'any'), ('float32', 'int8', 'small'), ('float32', 'uint8', 'pos'),
          ('float32', 'bool', 'any'),

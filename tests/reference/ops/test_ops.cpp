@@ -111,6 +111,14 @@ std::vector<std::pair<std::string, int64_t>> named_sizes(const json& o) {
   return out;
 }
 
+// U, S, Vh with each (U column, Vh row) pair flipped so the U column's largest-magnitude entry is positive:
+// the sign convention gen_ops.py applies to PyTorch's result.
+Outs svd_signed(const Tensor& a) {
+  auto [u, s, vh] = a.svd();
+  Tensor sign = u.gather(-2, u.abs().argmax(-2, true)).sign();
+  return {u * sign, s, vh * sign.transpose(-1, -2)};
+}
+
 PadMode pad_mode(const std::string& m) {
   return m == "reflect"     ? PadMode::REFLECT
          : m == "replicate" ? PadMode::REPLICATE
@@ -305,6 +313,8 @@ const std::map<std::string, Op>& ops() {
                                              a["padding"].get<int64_t>(), a.value("output_size", Shape{})))}},
       {"rearrange", {OP(x[0].rearrange(a["pattern"].get<std::string>(), named_sizes(a["sizes"])))}},
       {"qr", {PAIR(x[0].qr()), kMath}},
+      {"svd", {[](const Ins& x, const json&) { return svd_signed(x[0]); }, kMath}},
+      {"svd_values", {OP(std::get<1>(x[0].svd())), kMath}},
       {"nonzero", {OP(x[0].nonzero())}},
       {"masked_select", {OP(x[0].masked_select(x[1]))}},
       // dtype
@@ -629,6 +639,7 @@ BOOST_AUTO_TEST_CASE(bad_input_to_composed_ops_names_the_op) {
   expect_error<ShapeError>([&] { f.rearrange("... a ... -> a"); },
                            "[rearrange] '... a ... -> a' does not fit the shape (3,4)");
   expect_error<ShapeError>([&] { v.qr(); }, "[qr] needs at least 2 dimensions, got (3,)");
+  expect_error<ShapeError>([&] { v.svd(); }, "[svd] needs at least 2 dimensions, got (3,)");
   expect_error<ShapeError>([&] { f.masked_select(Tensor::ones({2}, dtypes::bool_)); },
                            "[masked_select] cannot broadcast (3,4) with (2,)");
 }
