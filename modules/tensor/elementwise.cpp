@@ -307,10 +307,6 @@ Tensor Tensor::tanh() const {
 }
 Tensor Tensor::relu() const { return gt(0).where(*this, 0); }
 Tensor Tensor::leaky_relu(double neg_slope) const { return lt(0).where(*this * neg_slope, *this); }
-Tensor Tensor::gelu() const {
-  Tensor x = detail::to_float(*this);
-  return 0.5 * x * (1 + (std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)).tanh());
-}
 Tensor Tensor::silu() const { return *this * sigmoid(); }
 Tensor Tensor::softplus(double beta) const { return mul(beta).logaddexp(0.0) / beta; }
 Tensor Tensor::logsigmoid() const { return -(-*this).softplus(); }

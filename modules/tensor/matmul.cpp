@@ -79,23 +79,13 @@ Tensor Tensor::linear(const Tensor& weight, const Tensor& bias) const {
 
 namespace {
 
-// The diagonal over axes j < k of equal size n: both move to the end, flatten to n*n, and a pad to
-// n*(n+1) lines the diagonal up in column 0.
-Tensor diagonal(const Tensor& x, int j, int k) {
+// The diagonal over axes j < k of equal size n, moved to the end (Tensor::diagonal).
+Tensor repeated_diagonal(const Tensor& x, int j, int k) {
   int64_t n = x.shape()[j];
   if (x.shape()[k] != n)
     throw ShapeError("einsum",
                      fmt::format("a repeated index needs equal sizes, got {} and {}", n, x.shape()[k]));
-  Dims perm;
-  for (int d = 0; d < x.ndim(); d++)
-    if (d != j && d != k) perm.push_back(d);
-  perm.push_back(j);
-  perm.push_back(k);
-  Tensor y = x.permute(perm).flatten(-2);
-  std::vector<std::pair<int64_t, int64_t>> p(y.ndim(), {0, 0});
-  p.back() = {0, n};
-  y = y.pad(p).unflatten(-1, {n, n + 1});
-  return detail::shrink_axis(y, y.ndim() - 1, 0, 1).squeeze(-1);
+  return x.diagonal(0, j, k);
 }
 
 }  // namespace
@@ -141,7 +131,7 @@ Tensor Tensor::einsum(std::string_view formula, std::vector<Tensor> xs, std::opt
       }
       if (k == std::string::npos) break;
       char c = s[j];
-      xs[i] = diagonal(xs[i], static_cast<int>(j), static_cast<int>(k));
+      xs[i] = repeated_diagonal(xs[i], static_cast<int>(j), static_cast<int>(k));
       s.erase(k, 1);
       s.erase(j, 1);
       s.push_back(c);

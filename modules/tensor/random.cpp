@@ -26,7 +26,7 @@ RngState& rng() {
 }
 
 // 64 random bits per element, as uint64.
-Tensor random_bits(int64_t n, const std::string& device) {
+Tensor draw_bits(int64_t n, const std::string& device) {
   uint64_t seed, start;
   {
     RngState& r = rng();
@@ -91,7 +91,7 @@ Tensor Tensor::rand(Shape shape, DType dtype, std::string_view device) {
   FloatBits fb = float_bits(dtype);
   std::string dev = device.empty() ? default_device_name() : canonical_device(device);
   int64_t n = detail::prod(shape);
-  Tensor mant = (random_bits(n, dev) >> (64 - fb.mantissa)).cast(fb.uint);
+  Tensor mant = (draw_bits(n, dev) >> (64 - fb.mantissa)).cast(fb.uint);
   Tensor one = (mant | static_cast<uint64_t>(fb.one)).bitcast(dtype);
   return (one - 1).reshape(shape).contiguous();
 }
@@ -143,6 +143,51 @@ Tensor Tensor::kaiming_uniform(Shape shape, double a, DType dtype, std::string_v
 Tensor Tensor::kaiming_normal(Shape shape, double a, DType dtype, std::string_view device) {
   double stddev = std::sqrt(2.0 / (1 + a * a) / static_cast<double>(fan_in(shape)));
   return normal(std::move(shape), 0.0, stddev, dtype, device);
+}
+
+Tensor Tensor::random_bits(Shape shape, std::string_view device) {
+  check_shape(shape, "random_bits");
+  std::string dev = device.empty() ? default_device_name() : canonical_device(device);
+  return draw_bits(detail::prod(shape), dev).reshape(shape);
+}
+
+Tensor Tensor::randperm(int64_t n, DType dtype, std::string_view device) {
+  if (n < 0) throw ValueError("randperm", fmt::format("n must be non-negative, got {}", n));
+  if (!dtype.is_int() && !dtype.is_float())
+    throw DTypeError("randperm", fmt::format("needs a numeric dtype, got {}", dtype.name()));
+  return random_bits({n}, device).argsort().cast(dtype);
+}
+
+// With replacement: inverse CDF, the number of cumulative weights at or below u * total. Without: the
+// Gumbel-max trick, the top num_samples of log w - log(-log u), which draws classes one after another
+// without putting them back.
+Tensor Tensor::multinomial(int64_t num_samples, bool replacement) const {
+  if (ndim() != 1 && ndim() != 2)
+    throw ShapeError("multinomial",
+                     fmt::format("needs 1-d or 2-d weights, got {}", detail::shape_str(shape())));
+  if (!dtype().is_float())
+    throw DTypeError("multinomial", fmt::format("needs float weights, got {}", dtype().name()));
+  int64_t classes = shape(-1);
+  if (num_samples <= 0)
+    throw ValueError("multinomial", fmt::format("num_samples must be positive, got {}", num_samples));
+  if (!replacement && num_samples > classes)
+    throw ValueError("multinomial", fmt::format("cannot draw {} samples without replacement from {} classes",
+                                                num_samples, classes));
+  Tensor w = ndim() == 1 ? unsqueeze(0) : *this;
+  int64_t rows = w.shape(0);
+  Tensor out;
+  if (replacement) {
+    Tensor cdf = w.cast(dtypes::float32).cumsum(1);
+    Tensor total = detail::shrink_axis(cdf, 1, classes - 1, classes).unsqueeze(1);  // (rows, 1, 1)
+    Tensor u = rand({rows, num_samples, 1}, dtypes::float32, device()) * total;
+    Tensor below = cdf.unsqueeze(1).le(u).sum(2);
+    out = below.minimum(classes - 1).cast(dtypes::int32);
+  } else {
+    Tensor u = rand({rows, classes}, dtypes::float32, device());
+    Tensor keys = w.cast(dtypes::float32).log() - (-(1 - u).log()).log();
+    out = keys.topk(num_samples, 1).second;
+  }
+  return ndim() == 1 ? out.squeeze(0) : out;
 }
 
 Tensor Tensor::rand_like(std::optional<DType> dtype) const {

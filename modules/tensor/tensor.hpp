@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -181,6 +182,13 @@ class Tensor {
                                std::string_view device = {});
   Tensor rand_like(std::optional<DType> dtype = {}) const;
   Tensor randn_like(std::optional<DType> dtype = {}) const;
+  // 64 random bits per element (uint64), the words rand() is made from.
+  static Tensor random_bits(Shape shape, std::string_view device = {});
+  // A random permutation of 0..n-1 (the order of n random keys).
+  static Tensor randperm(int64_t n, DType dtype = dtypes::int32, std::string_view device = {});
+  // num_samples class indices (int32) per row of this 1-d or 2-d tensor of non-negative weights; without
+  // replacement a row gives each class at most once (needs num_samples <= classes).
+  Tensor multinomial(int64_t num_samples = 1, bool replacement = false) const;
 
   // ---- properties ----
   bool defined() const { return impl_ != nullptr; }
@@ -276,7 +284,8 @@ class Tensor {
   Tensor sigmoid() const;
   Tensor relu() const;
   Tensor leaky_relu(double neg_slope = 0.01) const;
-  Tensor gelu() const;  // tanh approximation
+  // approximate "tanh" (the default, as tinygrad) or "none": x * Phi(x) with erf (PyTorch's default).
+  Tensor gelu(std::string_view approximate = "tanh") const;
   Tensor silu() const;
   Tensor softplus(double beta = 1.0) const;
   Tensor logsigmoid() const;
@@ -287,6 +296,43 @@ class Tensor {
   Tensor floor() const;
   Tensor ceil() const;
   Tensor round() const;  // half to even
+
+  // ---- more math, composed from the ops above. asin/acos/atan and erf use polynomials with an absolute
+  // error under 2e-7: float32 accuracy in every float dtype. ----
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
+  Tensor atanh() const;
+  Tensor erf() const;
+  Tensor log10() const;
+  Tensor copysign(const Operand& sign) const;  // |this| with the sign bit of sign (-0 and NaN signs too)
+  // this + weight * (end - this), computed from the nearer end as PyTorch does (exact at weight 0 and 1).
+  Tensor lerp(const Operand& end, const Operand& weight) const;
+
+  // ---- activations (PyTorch's definitions and defaults) ----
+  Tensor elu(double alpha = 1.0) const;
+  Tensor celu(double alpha = 1.0) const;
+  Tensor selu() const;
+  Tensor mish() const;
+  Tensor hardsigmoid() const;  // relu6(x + 3) / 6
+  Tensor hardswish() const;    // x * relu6(x + 3) / 6
+  Tensor hardtanh(double min_val = -1.0, double max_val = 1.0) const;
+  Tensor relu6() const;
+  Tensor softsign() const;    // x / (1 + |x|)
+  Tensor quick_gelu() const;  // x * sigmoid(1.702 x)
+  Tensor softmin(int axis = -1) const;
+
+  // ---- masks ----
+  // value where mask (bool, broadcast to this shape) is true; keeps this dtype.
+  Tensor masked_fill(const Tensor& mask, const Operand& value) const;
+  // The lower (upper) triangle of the last two axes: elements with col - row <= (>=) diagonal; zero
+  // elsewhere.
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
 
   // ---- reduce ----
   Tensor sum(Axes axis = {}, bool keepdim = false, std::optional<DType> dtype = {}) const;
@@ -302,6 +348,28 @@ class Tensor {
   Tensor argmax(std::optional<int> axis = {}, bool keepdim = false) const;  // int32, first maximum
   Tensor argmin(std::optional<int> axis = {}, bool keepdim = false) const;
   Tensor cumsum(int axis = 0) const;
+  Tensor cumprod(int axis = 0) const;
+  // Running maximum (minimum) and its int32 index: the last position holding it, as PyTorch.
+  std::pair<Tensor, Tensor> cummax(int axis = 0) const;
+  std::pair<Tensor, Tensor> cummin(int axis = 0) const;
+  Tensor logcumsumexp(int axis = 0) const;
+
+  // ---- statistics ----
+  std::pair<Tensor, Tensor> std_mean(Axes axis = {}, bool keepdim = false, double correction = 1) const;
+  std::pair<Tensor, Tensor> var_mean(Axes axis = {}, bool keepdim = false, double correction = 1) const;
+  // |this - other| <= atol + rtol |other| elementwise (equal infinities are close; NaNs only with equal_nan).
+  Tensor isclose(const Operand& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool allclose(const Operand& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  // this / max(||this||_p along dim, eps) (F.normalize).
+  Tensor normalize(double p = 2.0, int dim = 1, double eps = 1e-12) const;
+
+  // ---- sorting: a rank per element (how many elements come before it), then a one-hot gather by rank.
+  // Stable: equal values keep their order, so indices match PyTorch's stable sort; NaN sorts as the largest
+  // value. ----
+  std::pair<Tensor, Tensor> sort(int dim = -1, bool descending = false) const;  // values, int32 indices
+  Tensor argsort(int dim = -1, bool descending = false) const;
+  // The k largest (smallest) along dim, in sorted order, with int32 indices.
+  std::pair<Tensor, Tensor> topk(int64_t k, int dim = -1, bool largest = true) const;
 
   // ---- movement (zero copy) ----
   Tensor reshape(Shape shape) const;  // one -1 is inferred
@@ -322,6 +390,26 @@ class Tensor {
   std::vector<Tensor> split(int64_t size, int dim = 0) const;
   std::vector<Tensor> split(Shape sizes, int dim = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int dim = 0) const;
+  // Elements shifted by shifts[i] along dims[i], wrapping around; without dims, over the flattened tensor.
+  Tensor roll(std::vector<int64_t> shifts, Dims dims = {}) const;
+  // 1-d: a square matrix with this on a diagonal; 2-d: that diagonal (above the main one for diagonal > 0).
+  Tensor diag(int64_t diagonal = 0) const;
+  // The diagonal of the dim1 x dim2 planes, moved to a new last axis.
+  Tensor diagonal(int64_t offset = 0, int dim1 = 0, int dim2 = 1) const;
+  // Coordinate grids of 1-d tensors; indexing "ij" (matrix) or "xy" (Cartesian: the first two axes swapped).
+  static std::vector<Tensor> meshgrid(std::vector<Tensor> tensors, std::string_view indexing = "ij");
+  // Each element repeats times in a row along dim (without dim: of the flattened tensor).
+  Tensor repeat_interleave(int64_t repeats, std::optional<int> dim = {}) const;
+  // Windows of size elements every step along dim: that axis becomes the window count, a new last axis the
+  // window (PyTorch's Tensor.unfold).
+  Tensor unfold(int dim, int64_t size, int64_t step) const;
+  // Zero padding at the end (shrinking from the start) of each axis to shape; -1 keeps an axis.
+  Tensor pad_to(Shape shape) const;
+  Tensor shrink_to(Shape shape) const;
+  // einops rearrange: "b c (h w) -> b (h w) c" splits, reorders and merges named axes; sizes name the parts
+  // of a split that cannot be inferred. "..." stands for the axes the pattern does not name, "1" for a unit
+  // axis.
+  Tensor rearrange(std::string_view pattern, std::vector<std::pair<std::string, int64_t>> sizes = {}) const;
   Tensor contiguous() const;
   Tensor to(std::string_view device) const;
 
@@ -331,6 +419,17 @@ class Tensor {
   Tensor index(std::vector<Index> indices) const;
   Tensor gather(int dim, const Tensor& index) const;
   Tensor one_hot(int64_t num_classes) const;  // int32, a new last axis
+  // A copy with this[.., index[i][j].., ..] = src[i][j] (index along dim). Which of several writes to one
+  // element wins is unspecified, as in PyTorch.
+  Tensor scatter(int dim, const Tensor& index, const Operand& src) const;
+  // Combines src into the elements index names with reduce "sum", "prod", "mean", "amax" or "amin"; with
+  // include_self the original values take part, else only elements no index names keep them.
+  Tensor scatter_reduce(int dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                        bool include_self = true) const;
+  // Data-dependent sizes: these realize the count of nonzero (selected) elements first, on the host, then
+  // build a lazy graph of that size.
+  Tensor nonzero() const;                          // (count, ndim) int32 coordinates in row-major order
+  Tensor masked_select(const Tensor& mask) const;  // 1-d, the elements where mask (broadcast) is true
 
   // ---- linear algebra (reshape + expand + mul + sum; there is no matmul op) ----
   Tensor dot(const Tensor& w, std::optional<DType> dtype = {}) const;
@@ -338,6 +437,13 @@ class Tensor {
   static Tensor einsum(std::string_view formula, std::vector<Tensor> operands,
                        std::optional<DType> dtype = {});
   Tensor linear(const Tensor& weight, const Tensor& bias = Tensor()) const;
+  // Reduced QR of the last two axes (m, n): Q (m, k) with orthonormal columns and upper-triangular R (k, n),
+  // k = min(m, n), with LAPACK's signs (Householder reflections), as torch.linalg.qr.
+  std::pair<Tensor, Tensor> qr() const;
+  // Reduced SVD of the last two axes: U (m, k), S (k) descending, Vh (k, n), by one-sided Jacobi rotations
+  // run to convergence (the sweep count is read back from the device). Singular vectors are unique only up
+  // to sign (and rotation within equal singular values); the signs may differ from LAPACK's.
+  std::tuple<Tensor, Tensor, Tensor> svd() const;
 
   // ---- nn functional ----
   Tensor softmax(int axis = -1) const;
@@ -379,6 +485,15 @@ class Tensor {
                     bool ceil_mode = false) const;
   Tensor avg_pool1d(Sizes kernel, Sizes stride = {}, Padding padding = 0, bool ceil_mode = false,
                     bool count_include_pad = true) const;
+  // Resizes the last size.size() axes (F.interpolate with a size): mode "nearest", "linear" (any number of
+  // axes), "bilinear", "bicubic" (2), "trilinear" (3); align_corners as PyTorch. Computed in at least
+  // float32.
+  Tensor interpolate(Shape size, std::string_view mode = "linear", bool align_corners = false) const;
+  // The inverse of max_pool2d with return_indices: each value goes to the flat position (within its H x W
+  // plane) indices names, the rest is zero. output_size (its last two entries) may pick a size within a
+  // stride of the default (H - 1) * stride - 2 * padding + kernel.
+  Tensor max_unpool2d(const Tensor& indices, Sizes kernel, Sizes stride = {}, Sizes padding = 0,
+                      Shape output_size = {}) const;
   // softmax(q k^T / sqrt(E) + mask) v. A bool mask keeps where true; a float mask is added.
   Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value, const Tensor& mask = Tensor(),
                                       bool causal = false, double dropout_p = 0.0) const;

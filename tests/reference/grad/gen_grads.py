@@ -200,5 +200,66 @@ case("binary_crossentropy_logits", [A, ("prob", [3, 5])],
 case("mlp_loss", [("n", [8, 5]), ("n", [5, 7]), ("n", [7]), ("n", [7, 3]), ("n", [3]), ("i", [8], 0, 3)],
      lambda x, w1, b1, w2, b2, y: F.cross_entropy((x @ w1 + b1).relu() @ w2 + b2, y), nograd=(0,))
 
+# ---- composed ops ----
+case("asin", [U], lambda x: torch.asin(x * 0.9))
+case("acos", [U], lambda x: torch.acos(x * 0.9))
+case("atan", [("n", [3, 5])], lambda x: torch.atan(x * 2))
+case("sinh_cosh", [A], lambda x: torch.sinh(x) + torch.cosh(x) * 2)
+case("asinh", [A], lambda x: torch.asinh(x * 3))
+case("acosh", [P], lambda x: torch.acosh(x + 1))
+case("atanh", [U], lambda x: torch.atanh(x * 0.9))
+case("erf", [A], lambda x: torch.erf(x))
+case("log10", [P], lambda x: torch.log10(x))
+case("copysign", [A, A], lambda a, b: torch.copysign(a, b), nograd=(1,))
+case("lerp", [A, A, U], lambda a, b, w: torch.lerp(a, b, w * 1.5))
+case("gelu_exact", [A], lambda x: F.gelu(x))
+case("elu", [A], lambda x: F.elu(x, 0.7))
+case("celu", [A], lambda x: F.celu(x, 1.5))
+case("selu", [A], lambda x: F.selu(x))
+case("mish", [A], lambda x: F.mish(x))
+case("hardsigmoid_hardswish", [A], lambda x: F.hardsigmoid(x * 3) + F.hardswish(x * 3))
+case("hardtanh_relu6", [A], lambda x: F.hardtanh(x) + F.relu6(x * 5))
+case("softsign", [A], lambda x: F.softsign(x))
+case("quick_gelu", [A], lambda x: x * torch.sigmoid(1.702 * x))
+case("softmin", [R3], lambda x: F.softmin(x, 1))
+case("masked_fill", [R3, ("i", [4, 1], 0, 2)], lambda x, m: x.masked_fill(m != 0, 0.5))
+case("tril_triu", [R3], lambda x: torch.tril(x, 1) + torch.triu(x, -1) * 2)
+case("std_mean", [R3], lambda x: (lambda s, m: s * 2 + m)(*torch.std_mean(x, 1)))
+case("var_mean", [R3], lambda x: (lambda v, m: v + m * 3)(*torch.var_mean(x, (0, 2), keepdim=True)))
+case("normalize", [R3], lambda x: F.normalize(x, 2.0, 1))
+case("normalize_p3", [R3], lambda x: F.normalize(x, 3.0, -1))
+case("cumprod", [("u", [3, 6])], lambda x: torch.cumprod(x + 0.2, 1))
+case("cummax", [R3], lambda x: torch.cummax(x, 1).values)
+case("cummin", [R3], lambda x: torch.cummin(x, -1).values)
+case("logcumsumexp", [R3], lambda x: torch.logcumsumexp(x, 2))
+case("roll", [R3], lambda x: torch.roll(x, (1, -2), (0, 2)) * torch.arange(5.0))
+case("diag", [("n", [4])], lambda x: torch.diag(x, 1) * torch.arange(5.0))
+case("diag_2d", [("n", [4, 6])], lambda x: torch.diag(x, -1))
+case("diagonal", [R3], lambda x: torch.diagonal(x, 1, 0, 2))
+case("meshgrid", [("n", [3]), ("n", [4])], lambda a, b: (lambda g, h: g * h + g)(*torch.meshgrid(a, b, indexing="xy")))
+case("repeat_interleave", [R3], lambda x: torch.repeat_interleave(x, 2, 1) * torch.arange(5.0))
+case("unfold", [("n", [3, 10])], lambda x: x.unfold(1, 4, 3) * torch.arange(4.0))
+case("pad_to_shrink_to", [R3], lambda x: F.pad(x, (0, 2, 0, 1)) * 2 + F.pad(x[:2, :3, :4], (0, 3, 0, 2, 0, 1)))
+case("scatter", [("n", [4, 5]), ("n", [2, 5])], lambda x, s: torch.scatter(x, 0, torch.tensor([[1, 0, 3, 2, 0], [3, 2, 0, 1, 1]]), s))
+case("scatter_reduce_sum", [("n", [4, 5]), ("n", [3, 5])],
+     lambda x, s: x.scatter_reduce(0, torch.tensor([[1, 0, 3, 2, 0], [1, 2, 0, 1, 1], [3, 3, 3, 0, 0]]), s, "sum"))
+case("scatter_reduce_amax", [("n", [4, 5]), ("n", [3, 5])],
+     lambda x, s: x.scatter_reduce(0, torch.tensor([[1, 0, 3, 2, 0], [1, 2, 0, 1, 1], [3, 3, 3, 0, 0]]), s, "amax",
+                                   include_self=False))
+case("sort", [R3], lambda x: torch.sort(x, 1, descending=True).values * torch.arange(5.0))
+case("topk", [R3], lambda x: torch.topk(x, 2, -1).values)
+case("masked_select", [R3, ("i", [4, 5], 0, 2)], lambda x, m: torch.masked_select(x, m != 0))
+
+case("interpolate_bilinear", [("n", [1, 2, 4, 5])], lambda x: F.interpolate(x, size=[7, 3], mode="bilinear"))
+case("interpolate_bicubic", [("n", [1, 2, 4, 5])],
+     lambda x: F.interpolate(x, size=[6, 8], mode="bicubic", align_corners=True))
+case("interpolate_nearest", [("n", [1, 2, 5])], lambda x: F.interpolate(x, size=[8], mode="nearest"))
+case("rearrange", [R3], lambda x: x.reshape(3, 2, 2, 5).permute(0, 3, 2, 1).reshape(3, 5, 4))
+UNPOOL_IDX = [[0, 3, 10], [19, 14, 17], [30, 33, 28]]  # one position in each 2x2 window of a 6x6 plane
+case("max_unpool2d", [("n", [1, 2, 3, 3])],
+     lambda x: F.max_unpool2d(x, torch.tensor(UNPOOL_IDX).expand(1, 2, 3, 3), 2) * torch.arange(6.0))
+case("svd_values", [("n", [5, 3])], lambda a: torch.linalg.svdvals(a) * torch.tensor([1.0, 2.0, 3.0]))
+case("qr", [("n", [5, 3])], lambda a: (lambda q, r: q.sum(0) * 2 + r.sum(1).sum() + (q * q).sum())(*torch.linalg.qr(a)))
+
 with open(sys.argv[1], "w") as f:
     json.dump(CASES, f)

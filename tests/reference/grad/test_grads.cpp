@@ -162,6 +162,94 @@ const std::map<std::string, Fn>& cases() {
        [](const V& t) { return t[0].sparse_categorical_crossentropy(t[1].cast(dtypes::int32), 2); }},
       {"binary_crossentropy", [](const V& t) { return t[0].binary_crossentropy(t[1]); }},
       {"binary_crossentropy_logits", [](const V& t) { return t[0].binary_crossentropy_logits(t[1]); }},
+      // composed math and activations
+      {"asin", [](const V& t) { return (t[0] * 0.9).asin(); }},
+      {"acos", [](const V& t) { return (t[0] * 0.9).acos(); }},
+      {"atan", [](const V& t) { return (t[0] * 2).atan(); }},
+      {"sinh_cosh", [](const V& t) { return t[0].sinh() + t[0].cosh() * 2; }},
+      {"asinh", [](const V& t) { return (t[0] * 3).asinh(); }},
+      {"acosh", [](const V& t) { return (t[0] + 1).acosh(); }},
+      {"atanh", [](const V& t) { return (t[0] * 0.9).atanh(); }},
+      {"erf", [](const V& t) { return t[0].erf(); }},
+      {"log10", [](const V& t) { return t[0].log10(); }},
+      {"copysign", [](const V& t) { return t[0].copysign(t[1]); }},
+      {"lerp", [](const V& t) { return t[0].lerp(t[1], t[2] * 1.5); }},
+      {"gelu_exact", [](const V& t) { return t[0].gelu("none"); }},
+      {"elu", [](const V& t) { return t[0].elu(0.7); }},
+      {"celu", [](const V& t) { return t[0].celu(1.5); }},
+      {"selu", [](const V& t) { return t[0].selu(); }},
+      {"mish", [](const V& t) { return t[0].mish(); }},
+      {"hardsigmoid_hardswish", [](const V& t) { return (t[0] * 3).hardsigmoid() + (t[0] * 3).hardswish(); }},
+      {"hardtanh_relu6", [](const V& t) { return t[0].hardtanh() + (t[0] * 5).relu6(); }},
+      {"softsign", [](const V& t) { return t[0].softsign(); }},
+      {"quick_gelu", [](const V& t) { return t[0].quick_gelu(); }},
+      {"softmin", [](const V& t) { return t[0].softmin(1); }},
+      // masks, statistics, scans
+      {"masked_fill", [](const V& t) { return t[0].masked_fill(t[1].ne(0), 0.5); }},
+      {"tril_triu", [](const V& t) { return t[0].tril(1) + t[0].triu(-1) * 2; }},
+      {"std_mean",
+       [](const V& t) {
+         auto [s, m] = t[0].std_mean(1);
+         return s * 2 + m;
+       }},
+      {"var_mean",
+       [](const V& t) {
+         auto [v, m] = t[0].var_mean({0, 2}, true);
+         return v + m * 3;
+       }},
+      {"normalize", [](const V& t) { return t[0].normalize(2.0, 1); }},
+      {"normalize_p3", [](const V& t) { return t[0].normalize(3.0, -1); }},
+      {"cumprod", [](const V& t) { return (t[0] + 0.2).cumprod(1); }},
+      {"cummax", [](const V& t) { return t[0].cummax(1).first; }},
+      {"cummin", [](const V& t) { return t[0].cummin(-1).first; }},
+      {"logcumsumexp", [](const V& t) { return t[0].logcumsumexp(2); }},
+      // shape helpers, scatter, sorting, selection
+      {"roll", [](const V& t) { return t[0].roll({1, -2}, {0, 2}) * Tensor::arange(5.0); }},
+      {"diag", [](const V& t) { return t[0].diag(1) * Tensor::arange(5.0); }},
+      {"diag_2d", [](const V& t) { return t[0].diag(-1); }},
+      {"diagonal", [](const V& t) { return t[0].diagonal(1, 0, 2); }},
+      {"meshgrid",
+       [](const V& t) {
+         std::vector<Tensor> g = Tensor::meshgrid({t[0], t[1]}, "xy");
+         return g[0] * g[1] + g[0];
+       }},
+      {"repeat_interleave", [](const V& t) { return t[0].repeat_interleave(2, 1) * Tensor::arange(5.0); }},
+      {"unfold", [](const V& t) { return t[0].unfold(1, 4, 3) * Tensor::arange(4.0); }},
+      {"pad_to_shrink_to",
+       [](const V& t) { return t[0].pad_to({3, 5, 7}) * 2 + t[0].shrink_to({2, 3, 4}).pad_to({3, 5, 7}); }},
+      {"scatter",
+       [](const V& t) {
+         return t[0].scatter(0, Tensor(std::vector<int32_t>{1, 0, 3, 2, 0, 3, 2, 0, 1, 1}, {2, 5}), t[1]);
+       }},
+      {"scatter_reduce_sum",
+       [](const V& t) {
+         Tensor i(std::vector<int32_t>{1, 0, 3, 2, 0, 1, 2, 0, 1, 1, 3, 3, 3, 0, 0}, {3, 5});
+         return t[0].scatter_reduce(0, i, t[1], "sum");
+       }},
+      {"scatter_reduce_amax",
+       [](const V& t) {
+         Tensor i(std::vector<int32_t>{1, 0, 3, 2, 0, 1, 2, 0, 1, 1, 3, 3, 3, 0, 0}, {3, 5});
+         return t[0].scatter_reduce(0, i, t[1], "amax", false);
+       }},
+      {"sort", [](const V& t) { return t[0].sort(1, true).first * Tensor::arange(5.0); }},
+      {"topk", [](const V& t) { return t[0].topk(2, -1).first; }},
+      {"masked_select", [](const V& t) { return t[0].masked_select(t[1].ne(0)); }},
+      // resampling, rearrange, QR
+      {"interpolate_bilinear", [](const V& t) { return t[0].interpolate({7, 3}, "bilinear"); }},
+      {"interpolate_bicubic", [](const V& t) { return t[0].interpolate({6, 8}, "bicubic", true); }},
+      {"interpolate_nearest", [](const V& t) { return t[0].interpolate({8}, "nearest"); }},
+      {"rearrange", [](const V& t) { return t[0].rearrange("a (b c) d -> a d (c b)", {{"b", 2}}); }},
+      {"max_unpool2d",
+       [](const V& t) {
+         Tensor i = Tensor(std::vector<int32_t>{0, 3, 10, 19, 14, 17, 30, 33, 28}, {1, 1, 3, 3}).expand({1, 2, 3, 3});
+         return t[0].max_unpool2d(i, 2) * Tensor::arange(6.0);
+       }},
+      {"svd_values", [](const V& t) { return std::get<1>(t[0].svd()) * f32({1, 2, 3}); }},
+      {"qr",
+       [](const V& t) {
+         auto [q, r] = t[0].qr();
+         return q.sum(0) * 2 + r.sum(1).sum() + (q * q).sum();
+       }},
       {"mlp_loss",
        [](const V& t) {
          Tensor h = (t[0].matmul(t[1]) + t[2]).relu();

@@ -2,12 +2,14 @@
 # test_ops.cpp. Usage: gen_ops.py OUT.json. Deterministic: fixed seeds, no timestamps.
 import json
 import sys
+import warnings
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 rng = np.random.default_rng(20240611)
+warnings.filterwarnings('ignore', message='scatter_reduce')  # beta in PyTorch 1.13; the cases pin its results
 torch.manual_seed(0)
 
 TORCH = {'float32': torch.float32, 'float16': torch.float16, 'float64': torch.float64, 'int32': torch.int32,
@@ -64,6 +66,7 @@ def rand(dtype, shape=S, kind='any'):
     if kind == 'pos': v = np.abs(v) + 0.1
     if kind == 'unit': v = rng.uniform(0.05, 0.95, n)
     if kind == 'small': v = rng.uniform(-0.9, 0.9, n)
+    if kind == 'ge1': v = np.abs(v) + 1.0
   else:
     lo, hi = {'int8': (-20, 20), 'uint8': (0, 50)}.get(dtype, (-50, 50))
     if kind == 'pos': lo, hi = 1, min(hi, 20)
@@ -89,7 +92,8 @@ def add(name, op, ins, fn, args=None, out_dtype=None):
   out = run(fn, [i.view() for i in ins])
   outs = list(out) if isinstance(out, (list, tuple)) else [out]
   # out_dtype: our dtype rule differs from PyTorch's (see callers); uint32 has no PyTorch dtype, values are kept
-  if out_dtype in TORCH: outs = [o.to(TORCH[out_dtype]) for o in outs]
+  if isinstance(out_dtype, str) and out_dtype in TORCH: outs = [o.to(TORCH[out_dtype]) for o in outs]
+  if isinstance(out_dtype, list): outs = [o.to(TORCH[d]) if d else o for o, d in zip(outs, out_dtype)]  # per output
   outs = [tensor_json(o.contiguous()) for o in outs]
   if out_dtype == 'uint32':
     for o in outs: o['dtype'] = 'uint32'
@@ -594,6 +598,262 @@ for red in ['mean', 'sum', 'none']:
       {'reduction': red})
   add(f'bce_logits/{red}', 'binary_crossentropy_logits', [rand('float32', (4, 5)), t],
       lambda x, y, r=red: F.binary_cross_entropy_with_logits(x, y, reduction=r), {'reduction': red})
+
+# ---- composed math and activations ----
+def quick_gelu(x): return x * torch.sigmoid(1.702 * x)
+MATH = {  # name: (torch fn, dtypes, input kind); asin/acos/atan/erf are float32-accurate polynomials
+  'asin': (torch.asin, ['float32', 'float16'], 'small'), 'acos': (torch.acos, ['float32', 'float16'], 'small'),
+  'atan': (torch.atan, ['float32', 'float16', 'int32'], 'any'), 'sinh': (torch.sinh, FLOATS + ['int32'], 'small'),
+  'cosh': (torch.cosh, FLOATS, 'any'), 'asinh': (torch.asinh, FLOATS + ['int8'], 'any'),
+  'acosh': (torch.acosh, FLOATS, 'ge1'), 'atanh': (torch.atanh, FLOATS, 'small'),
+  'erf': (torch.erf, ['float32', 'float16', 'int32'], 'any'), 'log10': (torch.log10, FLOATS + ['int32'], 'pos'),
+  'gelu_exact': (F.gelu, ['float32', 'float16'], 'any'), 'elu': (F.elu, FLOATS, 'any'),
+  'celu': (F.celu, FLOATS, 'any'), 'selu': (F.selu, FLOATS, 'any'), 'mish': (F.mish, FLOATS, 'any'),
+  'hardsigmoid': (F.hardsigmoid, FLOATS, 'any'), 'hardswish': (F.hardswish, FLOATS, 'any'),
+  'hardtanh': (F.hardtanh, FLOATS, 'any'), 'relu6': (lambda x: F.relu6(x * 3), FLOATS, 'any'),
+  'softsign': (F.softsign, FLOATS, 'any'), 'quick_gelu': (quick_gelu, FLOATS, 'any'),
+}
+for name, (fn, dts, kind) in MATH.items():
+  for dt in dts:
+    add(f'{name}/{dt}', name, [rand(dt, S, kind)], fn)
+  add(f'{name}/strided', name, [In(rand(dts[0], (7, 3, 5), kind), slices=[(None, None, 2), (1, 3), (None, None, -2)])],
+      fn)
+add('atan/large', 'atan', [torch.tensor([1e4, -1e4, 1e30, -50.0, 1.0, -1.0, 0.0, 1e-6])], torch.atan)
+add('erf/tails', 'erf', [torch.tensor([-6.0, -3.5, -1e-4, 0.0, 1e-4, 0.5, 2.5, 6.0])], torch.erf)
+add('asin/edges', 'asin', [torch.tensor([-1.0, 1.0, 0.999, -0.999, 0.0, 1e-5])], torch.asin)
+add('hardtanh/bounds', 'hardtanh', [rand('float32')], lambda x: F.hardtanh(x, -0.5, 2.0), {'min': -0.5, 'max': 2.0})
+add('elu/alpha', 'elu', [rand('float32')], lambda x: F.elu(x, 0.3), {'alpha': 0.3})
+add('celu/alpha', 'celu', [rand('float32')], lambda x: F.celu(x, 2.5), {'alpha': 2.5})
+for dt in FLOATS:
+  for d in [-1, 0, 1]:
+    add(f'softmin/{dt}/{d}', 'softmin', [rand(dt)], lambda x, d=d: F.softmin(x, d), {'axis': d})
+for dt in FLOATS + ['int32']:
+  add(f'copysign/{dt}', 'copysign', [rand(dt), rand(dt)], torch.copysign)
+add('copysign/broadcast', 'copysign', [rand('float32', (3, 1, 7)), rand('float32', (5, 1))], torch.copysign)
+add('copysign/int8_uint8', 'copysign', [rand('int8', (2, 9)), rand('uint8', (2, 9))], torch.copysign)
+add('copysign/specials', 'copysign', [specials('float32'), specials('float32').flip(0)], torch.copysign)
+add('copysign_scalar/neg', 'copysign_scalar', [rand('float32', (4, 5))], lambda x: torch.copysign(x, -2.0),
+    {'scalar': -2.0})
+for dt in FLOATS:
+  add(f'lerp/{dt}', 'lerp', [rand(dt), rand(dt), rand(dt, S, 'small') * 1.6], torch.lerp)
+add('lerp/broadcast', 'lerp', [rand('float32', (3, 1, 7)), rand('float32', (5, 7)), rand('float32', (7,), 'unit')],
+    torch.lerp)
+for w in [0.25, 0.75, 1.0]:
+  add(f'lerp_scalar/{w}', 'lerp_scalar', [rand('float32'), rand('float32')], lambda a, b, w=w: torch.lerp(a, b, w),
+      {'weight': w})
+
+# masks
+for dt, v in [('float32', 2.5), ('int32', 7), ('bool', True), ('float16', -1.5), ('int8', -3)]:
+  add(f'masked_fill/{dt}', 'masked_fill', [rand(dt), rand('bool')], lambda x, m, v=v: x.masked_fill(m, v), {'value': v})
+add('masked_fill/broadcast', 'masked_fill', [rand('float32'), rand('bool', (5, 1))],
+    lambda x, m: x.masked_fill(m, -2.0), {'value': -2.0})
+add('masked_fill/tensor_value', 'masked_fill', [rand('float32', (4, 6)), rand('bool', (4, 6)), rand('float32', ())],
+    lambda x, m, v: x.masked_fill(m, v))
+for name in ['tril', 'triu']:
+  for dt in ['float32', 'int8', 'bool']:
+    for k in [0, 1, -2, 9]:
+      add(f'{name}/{dt}/{k}', name, [rand(dt)], lambda x, n=name, k=k: getattr(torch, n)(x, k), {'diagonal': k})
+  add(f'{name}/wide', name, [rand('float32', (4, 9))], lambda x, n=name: getattr(torch, n)(x, 2), {'diagonal': 2})
+  add(f'{name}/tall', name, [In(rand('float32', (4, 9)), permute=(1, 0))], lambda x, n=name: getattr(torch, n)(x, -1),
+      {'diagonal': -1})
+
+# statistics
+for name in ['std_mean', 'var_mean']:
+  for dt in FLOATS:
+    for axis, keep in [(None, False), (1, True), ([0, 2], False), (-1, False)]:
+      dim = tuple(axis) if isinstance(axis, list) else axis
+      add(f'{name}/{dt}/{axis}/{keep}', name, [rand(dt)],
+          lambda x, n=name, d=dim, k=keep: getattr(torch, n)(x) if d is None else getattr(torch, n)(x, d, keepdim=k),
+          {'keepdim': keep} | ({'axis': axis} if axis is not None else {}))
+  add(f'{name}/correction0', name, [rand('float32')], lambda x, n=name: getattr(torch, n)(x, 1, unbiased=False),
+      {'axis': 1, 'correction': 0.0})
+near = specials('float32')
+near_b = near.clone()
+near_b.view(-1)[12:24] += torch.tensor([1e-7, 1e-5, 1e-3, -1e-6, 0.0, 2e-8, -3e-5, 1e-4, 0.5, -1e-9, 1e-6, 0.0])
+for i, (rtol, atol, eq_nan) in enumerate([(1e-5, 1e-8, False), (1e-3, 0.0, False), (0.0, 1e-5, True), (0.1, 0.1, True)]):
+  add(f'isclose/{i}', 'isclose', [near, near_b], lambda a, b, r=rtol, t=atol, e=eq_nan: torch.isclose(a, b, r, t, e),
+      {'rtol': rtol, 'atol': atol, 'equal_nan': eq_nan})
+add('isclose/int32', 'isclose', [rand('int32'), rand('int32', S, 'small')], lambda a, b: torch.isclose(a, b, 0.5, 1.0),
+    {'rtol': 0.5, 'atol': 1.0, 'equal_nan': False})
+add('isclose/broadcast', 'isclose', [rand('float32', (3, 1)), rand('float32', (4,))],
+    lambda a, b: torch.isclose(a, b, 1.0, 1.0), {'rtol': 1.0, 'atol': 1.0, 'equal_nan': False})
+a = rand('float32', (5, 7))
+for i, (b, rtol, atol, eq_nan) in enumerate([(a + 1e-7, 1e-5, 1e-8, False), (a + 1e-3, 1e-5, 1e-8, False),
+                                             (a * 1.001, 2e-3, 0.0, False), (near, 1e-5, 1e-8, True),
+                                             (near, 1e-5, 1e-8, False)]):
+  x = near if b is near else a
+  add(f'allclose/{i}', 'allclose', [x, b], lambda x, b, r=rtol, t=atol, e=eq_nan: torch.tensor(torch.allclose(x, b, r, t, e)),
+      {'rtol': rtol, 'atol': atol, 'equal_nan': eq_nan})
+for dt in FLOATS:
+  for p, d in [(2.0, 1), (1.0, -1), (3.0, 0), (float('inf'), 2)]:
+    add(f'normalize/{dt}/{p}/{d}', 'normalize', [rand(dt)], lambda x, p=p, d=d: F.normalize(x, p, d),
+        {'p': enc(p), 'dim': d})
+zero_rows = rand('float32', (4, 5)); zero_rows[1] = 0
+add('normalize/zero_row', 'normalize', [zero_rows], lambda x: F.normalize(x, 2.0, 1, 1e-3), {'p': 2.0, 'dim': 1, 'eps': 1e-3})
+
+# scans
+for dt in ['float32', 'float64', 'int32', 'float16']:
+  for axis in [0, 1, -1]:
+    add(f'cumprod/{dt}/{axis}', 'cumprod', [rand(dt, S, 'small')], lambda x, a=axis: torch.cumprod(x, a),
+        {'axis': axis}, out_dtype=dt)
+add('cumprod/bool', 'cumprod', [rand('bool', (3, 6))], lambda x: torch.cumprod(x, 1), {'axis': 1}, out_dtype='int32')
+for name in ['cummax', 'cummin']:
+  for dt in ['float32', 'int32', 'uint8', 'float16', 'int8']:
+    for axis in [0, 1, -1]:
+      # small ranges make ties: the index is the last position holding the running extreme
+      add(f'{name}/{dt}/{axis}', name, [rand(dt, S, 'small' if dt in INTS else 'any')],
+          lambda x, n=name, a=axis: getattr(torch, n)(x, a), {'axis': axis}, out_dtype=[None, 'int32'])
+  add(f'{name}/bool', name, [rand('bool', (4, 9))], lambda x, n=name: getattr(torch, n)(x, 1), {'axis': 1},
+      out_dtype=[None, 'int32'])
+  add(f'{name}/permuted', name, [In(rand('float32', (7, 3, 5)), permute=(1, 2, 0))],
+      lambda x, n=name: getattr(torch, n)(x, 2), {'axis': 2}, out_dtype=[None, 'int32'])
+for dt in ['float32', 'float64']:
+  for axis in [0, 1, -1]:
+    add(f'logcumsumexp/{dt}/{axis}', 'logcumsumexp', [rand(dt)], lambda x, a=axis: torch.logcumsumexp(x, a),
+        {'axis': axis})
+add('logcumsumexp/large', 'logcumsumexp', [torch.tensor([[-1000.0, 0.0, 1000.0, 999.0, float('-inf')],
+                                                         [float('-inf'), float('-inf'), 2.0, -50.0, 100.0]])],
+    lambda x: torch.logcumsumexp(x, 1), {'axis': 1})
+
+# shape helpers
+for shifts, dims in [([2], [0]), ([-3], [2]), ([1, 4], [0, 2]), ([9], []), ([-22], [1]), ([0, 5], [-1, 1])]:
+  add(f'roll/{shifts}/{dims}', 'roll', [rand('float32')],
+      lambda x, s=shifts, d=dims: torch.roll(x, s, d) if d else torch.roll(x, s[0]), {'shifts': shifts, 'dims': dims})
+add('roll/bool', 'roll', [rand('bool', (4, 6))], lambda x: torch.roll(x, 2, 1), {'shifts': [2], 'dims': [1]})
+for k in [0, 2, -1]:
+  add(f'diag/1d/{k}', 'diag', [rand('float32', (4,))], lambda x, k=k: torch.diag(x, k), {'diagonal': k})
+  add(f'diag/2d/{k}', 'diag', [rand('int32', (4, 6))], lambda x, k=k: torch.diag(x, k), {'diagonal': k})
+add('diag/bool', 'diag', [rand('bool', (5,))], lambda x: torch.diag(x), {'diagonal': 0})
+for off, d1, d2 in [(0, 0, 1), (1, 0, 2), (-2, 2, 0), (3, -1, -2), (-4, 1, 2), (9, 0, 1)]:
+  add(f'diagonal/{off}/{d1}/{d2}', 'diagonal', [rand('float32')], lambda x, o=off, a=d1, b=d2: torch.diagonal(x, o, a, b),
+      {'offset': off, 'dim1': d1, 'dim2': d2})
+for ix in ['ij', 'xy']:
+  add(f'meshgrid/{ix}', 'meshgrid', [rand('float32', (3,)), rand('float32', (4,)), rand('float32', (2,))],
+      lambda *xs, ix=ix: torch.meshgrid(*xs, indexing=ix), {'indexing': ix})
+add('meshgrid/one', 'meshgrid', [rand('float32', (5,))], lambda x: torch.meshgrid(x, indexing='xy'), {'indexing': 'xy'})
+for r, d in [(2, 0), (3, -1), (1, 1), (2, None), (0, 1)]:
+  add(f'repeat_interleave/{r}/{d}', 'repeat_interleave', [rand('int32')],
+      lambda x, r=r, d=d: torch.repeat_interleave(x, r, d), {'repeats': r} | ({'dim': d} if d is not None else {}))
+for d, size, step in [(0, 2, 1), (1, 3, 2), (-1, 7, 1), (2, 2, 3), (1, 1, 5), (2, 3, 1)]:
+  add(f'unfold/{d}/{size}/{step}', 'unfold', [rand('float32')], lambda x, d=d, s=size, t=step: x.unfold(d, s, t),
+      {'dim': d, 'size': size, 'step': step})
+add('unfold/int8', 'unfold', [rand('int8', (10,))], lambda x: x.unfold(0, 4, 3), {'dim': 0, 'size': 4, 'step': 3})
+for target in [[4, 5, 9], [3, -1, 8], [3, 5, 7]]:
+  add(f'pad_to/{target}', 'pad_to', [rand('float32')],
+      lambda x, t=target: F.pad(x, [p for i in reversed(range(3)) for p in (0, (t[i] if t[i] != -1 else x.shape[i]) - x.shape[i])]),
+      {'shape': target})
+for target in [[2, 5, 4], [-1, 1, 7], [0, 5, 7]]:
+  add(f'shrink_to/{target}', 'shrink_to', [rand('int32')],
+      lambda x, t=target: x[tuple(slice(0, s if s != -1 else None) for s in t)], {'shape': target})
+
+# scatter: unique targets per line (a permutation's first entries), so PyTorch's result is defined
+for dt in ['float32', 'int32', 'bool', 'float16']:
+  for d in [0, 1, -1]:
+    x = rand(dt, S)
+    ishape = list(S); ishape[d] = S[d] - 1; ishape[(d + 1) % 3] -= 1
+    perm = torch.argsort(torch.tensor(rng.random(ishape[:d % 3] + [S[d]] + ishape[d % 3 + 1:])), dim=d)
+    idx = perm.narrow(d, 0, ishape[d])
+    add(f'scatter/{dt}/{d}', 'scatter', [x, idx, rand(dt, (4, 6, 8))], lambda x, i, s, d=d: torch.scatter(x, d, i, s),
+        {'dim': d})
+add('scatter/scalar', 'scatter', [rand('float32', (4, 5)), torch.tensor([[1, 0, 3], [2, 2, 0]])],
+    lambda x, i: torch.scatter(x, 0, i, 9.5), {'dim': 0, 'value': 9.5})
+for red in ['sum', 'prod', 'mean', 'amax', 'amin']:
+  for inc in [True, False]:
+    for dt in ['float32', 'int32']:
+      kind = 'pos' if red == 'mean' and dt == 'int32' else 'small'
+      idx = torch.tensor(rng.integers(0, 5, (2, 6, 7)))  # duplicates: several sources reduce into one element
+      add(f'scatter_reduce/{red}/{inc}/{dt}', 'scatter_reduce', [rand(dt, S, kind), idx, rand(dt, (3, 6, 7), kind)],
+          lambda x, i, s, r=red, inc=inc: x.scatter_reduce(1, i, s, r, include_self=inc),
+          {'dim': 1, 'reduce': red, 'include_self': inc})
+
+# sorting: stable, so tied values keep their order and indices match PyTorch's stable sort exactly
+for dt in ['float32', 'int32', 'float16', 'uint8', 'int8']:
+  for d, desc in [(-1, False), (0, True), (1, False), (1, True)]:
+    add(f'sort/{dt}/{d}/{desc}', 'sort', [rand(dt, S, 'small' if dt in INTS else 'any')],
+        lambda x, d=d, desc=desc: torch.sort(x, stable=True, dim=d, descending=desc), {'dim': d, 'descending': desc},
+        out_dtype=[None, 'int32'])
+    add(f'argsort/{dt}/{d}/{desc}', 'argsort', [rand(dt, S, 'small' if dt in INTS else 'any')],
+        lambda x, d=d, desc=desc: torch.sort(x, stable=True, dim=d, descending=desc).indices, {'dim': d, 'descending': desc},
+        out_dtype='int32')
+for desc in [False, True]:
+  add(f'sort/specials/{desc}', 'sort', [specials('float32')], lambda x, desc=desc: torch.sort(x, stable=True, dim=1, descending=desc),
+      {'dim': 1, 'descending': desc}, out_dtype=[None, 'int32'])
+add('sort/bool', 'sort', [rand('bool', (3, 8))], lambda x: torch.sort(x, stable=True, dim=1), {'dim': 1, 'descending': False},
+    out_dtype=[None, 'int32'])
+add('sort/long', 'sort', [rand('float32', (2, 100))], lambda x: torch.sort(x, 1), {'dim': 1, 'descending': False},
+    out_dtype=[None, 'int32'])
+for k, d, largest in [(3, -1, True), (1, 0, False), (5, 1, True), (0, 1, True), (7, 2, False)]:
+  add(f'topk/{k}/{d}/{largest}', 'topk', [rand('float32')], lambda x, k=k, d=d, l=largest: torch.topk(x, k, d, l),
+      {'k': k, 'dim': d, 'largest': largest}, out_dtype=[None, 'int32'])
+# a sort of a lazy expression: every comparison must see the same rounding of each element
+add('sort_fused/gumbel', 'sort_fused', [torch.tensor([1.0, 2.0, 3.0, 4.0]), rand('float32', (3000, 4), 'unit')],
+    lambda w, u: torch.sort(torch.log(w) - torch.log(-torch.log(1 - u)), 1, descending=True), {},
+    out_dtype=[None, 'int32'])
+# with ties PyTorch's topk order among equal values is unspecified: compare only the values there
+add('topk_values/ties', 'topk_values', [rand('int32', S, 'small')], lambda x: torch.topk(x, 4, 1).values,
+    {'k': 4, 'dim': 1, 'largest': True})
+
+# data-dependent sizes (PyTorch's int64 indices; ours are int32)
+for name, x in [('int32', rand('int32', S, 'small')), ('bool', rand('bool', (4, 9))), ('1d', rand('int8', (17,), 'small')),
+                ('specials', specials('float32')), ('none', torch.zeros(3, 4)), ('scalar', torch.tensor(2.0))]:
+  add(f'nonzero/{name}', 'nonzero', [x], torch.nonzero, out_dtype='int32')
+for dt in ['float32', 'int8', 'bool', 'float16']:
+  add(f'masked_select/{dt}', 'masked_select', [rand(dt), rand('bool')], torch.masked_select)
+add('masked_select/broadcast', 'masked_select', [rand('float32', (3, 1, 7)), rand('bool', (5, 1))], torch.masked_select)
+add('masked_select/none', 'masked_select', [rand('float32', (3, 4)), torch.zeros(3, 4, dtype=torch.bool)],
+    torch.masked_select)
+
+# resampling and rearrange
+for mode, shape, size, ac in [('nearest', (2, 3, 5, 7), [8, 4], False), ('nearest', (1, 2, 9), [4], False),
+                              ('linear', (2, 3, 9), [5], False), ('linear', (2, 3, 4), [11], True),
+                              ('bilinear', (2, 3, 5, 7), [8, 4], False), ('bilinear', (1, 2, 5, 7), [3, 13], True),
+                              ('bicubic', (2, 3, 5, 7), [9, 4], False), ('bicubic', (1, 2, 6, 5), [4, 11], True),
+                              ('trilinear', (1, 2, 3, 4, 5), [5, 3, 7], False)]:
+  for dt in ['float32', 'float64'] if mode != 'nearest' else ['float32', 'float16']:
+    add(f'interpolate/{mode}/{size}/{ac}/{dt}', 'interpolate', [rand(dt, shape)],
+        lambda x, m=mode, s=size, ac=ac: F.interpolate(x, size=s, mode=m, align_corners=None if m == 'nearest' else ac),
+        {'size': size, 'mode': mode, 'align_corners': ac})
+add('interpolate/bilinear_f16', 'interpolate', [rand('float16', (1, 2, 4, 6))],
+    lambda x: F.interpolate(x.float(), size=[7, 3], mode='bilinear').half(),
+    {'size': [7, 3], 'mode': 'bilinear', 'align_corners': False})
+pool_in = rand('float32', (2, 3, 6, 8))
+for k, st, p, out in [(2, 2, 0, None), (2, 1, 0, None), (3, 2, 1, [6, 8])]:
+  pooled, idx = F.max_pool2d(pool_in, k, st, p, return_indices=True)
+  add(f'max_unpool2d/{k}/{st}/{p}', 'max_unpool2d', [pooled, idx],
+      lambda x, i, k=k, st=st, p=p, out=out: F.max_unpool2d(x, i, k, st, p, output_size=out),
+      {'kernel': k, 'stride': st, 'padding': p} | ({'output_size': out} if out else {}))
+pooled, idx = F.max_pool2d(rand('float32', (3, 7, 7)), 2, 2, return_indices=True)
+add('max_unpool2d/output_size', 'max_unpool2d', [pooled, idx], lambda x, i: F.max_unpool2d(x, i, 2, 2, output_size=[7, 7]),
+    {'kernel': 2, 'stride': 2, 'padding': 0, 'output_size': [7, 7]})
+# each pattern next to the same rearrangement written with PyTorch's reshape/permute
+REARRANGE = [('b c h w -> b h w c', {}, (2, 3, 4, 5), lambda x: x.permute(0, 2, 3, 1)),
+             ('b c (h w) -> b h w c', {'h': 2}, (2, 3, 6), lambda x: x.reshape(2, 3, 2, 3).permute(0, 2, 3, 1)),
+             ('b (c h) w -> (b c) (h w)', {'c': 3}, (2, 6, 5), lambda x: x.reshape(6, 10)),
+             ('... h w -> ... w h', {}, (2, 3, 4, 5), lambda x: x.transpose(-1, -2)),
+             ('a b -> b 1 a', {}, (3, 4), lambda x: x.t().unsqueeze(1)),
+             ('a 1 b -> (b a)', {}, (3, 1, 4), lambda x: x[:, 0, :].t().reshape(-1)),
+             ('(a b c) -> c b a', {'a': 2, 'b': 3}, (24,), lambda x: x.reshape(2, 3, 4).permute(2, 1, 0)),
+             ('b ... -> b (...)', {}, (2, 3, 4), lambda x: x.reshape(2, -1)),
+             ('b ... -> (b ...)', {}, (2, 3, 4), lambda x: x.reshape(-1)),
+             ('b h (w c) -> b (c w) h', {'c': 2}, (2, 3, 8), lambda x: x.reshape(2, 3, 4, 2).permute(0, 3, 2, 1).reshape(2, 8, 3))]
+for i, (pattern, sizes, shape, fn) in enumerate(REARRANGE):
+  add(f'rearrange/{i}', 'rearrange', [rand('float32', shape)], fn, {'pattern': pattern, 'sizes': sizes})
+# QR
+for i, shape in enumerate([(5, 3), (3, 5), (4, 4), (2, 4, 3), (1, 1)]):
+  for dt in ['float32', 'float64'] if i < 2 else ['float32']:
+    add(f'qr/{shape}/{dt}', 'qr', [rand(dt, shape)], torch.linalg.qr)
+
+# SVD: singular vectors are unique up to sign, so both sides flip each pair (U column, Vh row) to make the
+# largest-magnitude entry of the U column positive
+def svd_signed(a):
+  u, s, vh = torch.linalg.svd(a, full_matrices=False)
+  sign = torch.sign(torch.gather(u, -2, u.abs().argmax(-2, keepdim=True)))
+  return u * sign, s, vh * sign.transpose(-1, -2)
+for i, shape in enumerate([(5, 3), (3, 5), (4, 4), (2, 4, 3), (1, 1), (6, 1)]):
+  for dt in ['float32', 'float64'] if i < 2 else ['float32']:
+    add(f'svd/{shape}/{dt}', 'svd', [rand(dt, shape)], svd_signed)
+rank1 = torch.outer(torch.tensor([1.0, -2.0, 0.5, 3.0]), torch.tensor([2.0, 1.0, -1.0]))
+add('svd/rank1_values', 'svd_values', [rank1], lambda a: torch.linalg.svdvals(a))
 
 # ---- dtype ----
 CASTS = [('float32', 'int32', 'any'), ('float32', 'int8', 'small'), ('float32', 'uint8', 'pos'),

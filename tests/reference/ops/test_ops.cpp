@@ -104,6 +104,21 @@ std::vector<std::pair<int64_t, int64_t>> pairs(const json& v) {
   return out;
 }
 
+// {"h": 2, ...} as rearrange's (name, size) list.
+std::vector<std::pair<std::string, int64_t>> named_sizes(const json& o) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& [name, size] : o.items()) out.emplace_back(name, size.get<int64_t>());
+  return out;
+}
+
+// U, S, Vh with each (U column, Vh row) pair flipped so the U column's largest-magnitude entry is positive:
+// the sign convention gen_ops.py applies to PyTorch's result.
+Outs svd_signed(const Tensor& a) {
+  auto [u, s, vh] = a.svd();
+  Tensor sign = u.gather(-2, u.abs().argmax(-2, true)).sign();
+  return {u * sign, s, vh * sign.transpose(-1, -2)};
+}
+
 PadMode pad_mode(const std::string& m) {
   return m == "reflect"     ? PadMode::REFLECT
          : m == "replicate" ? PadMode::REPLICATE
@@ -138,6 +153,9 @@ struct Op {
 #define SCALAR(name, ...) {#name "_scalar", {OP(x[0].name(num(a["scalar"]) __VA_ARGS__))}}
 #define REV , a.value("reverse", false)
 #define REDUCE(name) {#name, {OP(x[0].name(axes(a), a.value("keepdim", false)))}}
+// ops that return (values, indices) or (statistic, mean)
+#define PAIR(...) [](const Ins& x [[maybe_unused]], const json& a [[maybe_unused]]) -> Outs { \
+    auto [p, q] = __VA_ARGS__; return {p, q}; }
 
 const std::map<std::string, Op>& ops() {
   static const std::map<std::string, Op> table = {
@@ -236,6 +254,69 @@ const std::map<std::string, Op>& ops() {
        {OP(x[0].sparse_categorical_crossentropy(x[1], a["ignore_index"], a["smoothing"], reduction(a))), kMath}},
       {"binary_crossentropy", {OP(x[0].binary_crossentropy(x[1], reduction(a))), kMath}},
       {"binary_crossentropy_logits", {OP(x[0].binary_crossentropy_logits(x[1], reduction(a))), kMath}},
+      // composed math and activations
+      UNARY_T(asin), UNARY_T(acos), UNARY_T(atan), UNARY_T(sinh), UNARY_T(cosh), UNARY_T(asinh),
+      UNARY_T(acosh), UNARY_T(atanh), UNARY_T(erf), UNARY_T(log10), UNARY_T(selu), UNARY_T(mish),
+      UNARY_T(hardsigmoid), UNARY_T(hardswish), UNARY_T(softsign), UNARY_T(quick_gelu),
+      {"gelu_exact", {OP(x[0].gelu("none")), kMath}},
+      {"elu", {OP(x[0].elu(a.value("alpha", 1.0))), kMath}},
+      {"celu", {OP(x[0].celu(a.value("alpha", 1.0))), kMath}},
+      {"hardtanh", {OP(x[0].hardtanh(a.value("min", -1.0), a.value("max", 1.0)))}},
+      {"relu6", {OP((x[0] * 3).relu6())}},
+      {"softmin", {OP(x[0].softmin(a["axis"])), kMath}},
+      BINARY(copysign), SCALAR(copysign),
+      {"lerp", {OP(x[0].lerp(x[1], x[2])), kMath}},
+      {"lerp_scalar", {OP(x[0].lerp(x[1], a["weight"].get<double>())), kMath}},
+      // masks
+      {"masked_fill", {OP(x[0].masked_fill(x[1], x.size() > 2 ? Operand(x[2]) : Operand(num(a["value"]))))}},
+      {"tril", {OP(x[0].tril(a["diagonal"].get<int64_t>()))}},
+      {"triu", {OP(x[0].triu(a["diagonal"].get<int64_t>()))}},
+      // statistics
+      {"std_mean",
+       {PAIR(x[0].std_mean(axes(a), a.value("keepdim", false), a.value("correction", 1.0))), kMath}},
+      {"var_mean",
+       {PAIR(x[0].var_mean(axes(a), a.value("keepdim", false), a.value("correction", 1.0))), kMath}},
+      {"isclose", {OP(x[0].isclose(x[1], a["rtol"], a["atol"], a["equal_nan"]))}},
+      {"allclose", {OP(Tensor(x[0].allclose(x[1], a["rtol"], a["atol"], a["equal_nan"])))}},
+      {"normalize", {OP(x[0].normalize(decode(a["p"]), a["dim"], a.value("eps", 1e-12))), kMath}},
+      // scans
+      {"cumprod", {OP(x[0].cumprod(a["axis"])), kMath}},
+      {"cummax", {PAIR(x[0].cummax(a["axis"]))}},
+      {"cummin", {PAIR(x[0].cummin(a["axis"]))}},
+      {"logcumsumexp", {OP(x[0].logcumsumexp(a["axis"])), kMath}},
+      // shape helpers
+      {"roll", {OP(x[0].roll(a["shifts"].get<std::vector<int64_t>>(), a["dims"].get<Dims>()))}},
+      {"diag", {OP(x[0].diag(a["diagonal"].get<int64_t>()))}},
+      {"diagonal", {OP(x[0].diagonal(a["offset"].get<int64_t>(), a["dim1"], a["dim2"]))}},
+      {"meshgrid",
+       {[](const Ins& x, const json& a) { return Tensor::meshgrid(x, a["indexing"].get<std::string>()); }}},
+      {"repeat_interleave",
+       {OP(x[0].repeat_interleave(a["repeats"],
+                                  a.contains("dim") ? std::optional<int>(a["dim"]) : std::nullopt))}},
+      {"unfold", {OP(x[0].unfold(a["dim"], a["size"], a["step"]))}},
+      {"pad_to", {OP(x[0].pad_to(a["shape"].get<Shape>()))}},
+      {"shrink_to", {OP(x[0].shrink_to(a["shape"].get<Shape>()))}},
+      // scatter, sorting, data-dependent selections
+      {"scatter", {OP(x.size() > 2 ? x[0].scatter(a["dim"], x[1], x[2])
+                                   : x[0].scatter(a["dim"], x[1], num(a["value"])))}},
+      {"scatter_reduce", {OP(x[0].scatter_reduce(a["dim"], x[1], x[2], a["reduce"].get<std::string>(),
+                                                 a["include_self"])), kMath}},
+      {"sort", {PAIR(x[0].sort(a["dim"], a["descending"]))}},
+      {"argsort", {OP(x[0].argsort(a["dim"], a["descending"]))}},
+      {"sort_fused", {PAIR((x[0].log() - (-(1 - x[1]).log()).log()).sort(1, true)), kMath}},
+      {"topk", {PAIR(x[0].topk(a["k"], a["dim"], a["largest"]))}},
+      {"topk_values", {OP(x[0].topk(a["k"], a["dim"], a["largest"]).first)}},
+      // resampling, rearrange, QR
+      {"interpolate", {OP(x[0].interpolate(a["size"].get<Shape>(), a["mode"].get<std::string>(),
+                                           a["align_corners"])), kMath}},
+      {"max_unpool2d", {OP(x[0].max_unpool2d(x[1], a["kernel"].get<int64_t>(), a["stride"].get<int64_t>(),
+                                             a["padding"].get<int64_t>(), a.value("output_size", Shape{})))}},
+      {"rearrange", {OP(x[0].rearrange(a["pattern"].get<std::string>(), named_sizes(a["sizes"])))}},
+      {"qr", {PAIR(x[0].qr()), kMath}},
+      {"svd", {[](const Ins& x, const json&) { return svd_signed(x[0]); }, kMath}},
+      {"svd_values", {OP(std::get<1>(x[0].svd())), kMath}},
+      {"nonzero", {OP(x[0].nonzero())}},
+      {"masked_select", {OP(x[0].masked_select(x[1]))}},
       // dtype
       {"cast", {OP(x[0].cast(dtype_named(a["dtype"])))}},
       {"bitcast", {OP(x[0].bitcast(dtype_named(a["dtype"])))}},
@@ -460,4 +541,105 @@ BOOST_AUTO_TEST_CASE(bad_input_names_the_op) {
   expect_error<ValueError>([&] { f.cross_entropy(f, Reduction::MEAN, 1.5); },
                            "[cross_entropy] label_smoothing must be in [0, 1], got 1.5");
   expect_error<ValueError>([&] { f.flatten(1, 0); }, "[flatten] start_dim 1 comes after end_dim 0");
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_to_composed_ops_names_the_op) {
+  Tensor f = Tensor::ones({3, 4}), v = Tensor::ones({3}), i = Tensor::ones({3, 4}, dtypes::int32);
+  expect_error<ValueError>([&] { f.gelu("fast"); },
+                           "[gelu] approximate must be 'none' or 'tanh', got 'fast'");
+  expect_error<ValueError>([&] { f.hardtanh(2, 1); }, "[hardtanh] min_val 2 is greater than max_val 1");
+  expect_error<ValueError>([&] { f.celu(0); }, "[celu] alpha must not be zero");
+  expect_error<IndexError>([&] { f.softmin(2); }, "[softmin] axis 2 is out of range for 2 dimensions");
+  expect_error<ShapeError>([&] { v.tril(); }, "[tril] needs at least 2 dimensions, got (3,)");
+  expect_error<ShapeError>([&] { v.triu(1); }, "[triu] needs at least 2 dimensions, got (3,)");
+  expect_error<DTypeError>([&] { f.masked_fill(i, 0); }, "[masked_fill] mask must be bool, got int");
+  expect_error<ShapeError>([&] { f.masked_fill(f.eq(1), v); },
+                           "[masked_fill] value must be a number or a 0-d tensor, got shape (3,)");
+  expect_error<ShapeError>(
+      [&] {
+        f.masked_fill(Tensor::ones({2, 1}, dtypes::bool_), 0);
+      },
+      "[masked_fill] cannot broadcast (2,1) with (3,4)");
+  expect_error<ValueError>([&] { f.isclose(f, -1); },
+                           "[isclose] rtol and atol must be non-negative, got -1 and 1e-08");
+  expect_error<ValueError>([&] { f.normalize(0); }, "[normalize] p must be positive, got 0");
+  expect_error<IndexError>([&] { f.normalize(2, 2); }, "[normalize] axis 2 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.cumprod(2); }, "[cumprod] axis 2 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.cummax(-3); }, "[cummax] axis -3 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.cummin(2); }, "[cummin] axis 2 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.logcumsumexp(5); },
+                           "[logcumsumexp] axis 5 is out of range for 2 dimensions");
+  expect_error<ValueError>([&] { f.roll({1, 2}, {0}); }, "[roll] 2 shifts for 1 dims");
+  expect_error<ValueError>(
+      [&] {
+        f.roll({1, 2});
+      },
+      "[roll] 2 shifts without dims; the flattened tensor takes one");
+  expect_error<ShapeError>(
+      [&] {
+        f.reshape({3, 2, 2}).diag();
+      },
+      "[diag] needs a 1-d or 2-d tensor, got (3,2,2)");
+  expect_error<ValueError>([&] { f.diagonal(0, 1, -1); }, "[diagonal] dim1 and dim2 are both axis 1");
+  expect_error<ValueError>([&] { Tensor::meshgrid({v}, "yx"); },
+                           "[meshgrid] indexing must be 'ij' or 'xy', got 'yx'");
+  expect_error<ShapeError>([&] { Tensor::meshgrid({f}); }, "[meshgrid] needs 0-d or 1-d tensors, got (3,4)");
+  expect_error<ValueError>([&] { f.repeat_interleave(-1); },
+                           "[repeat_interleave] repeats must be non-negative, got -1");
+  expect_error<ValueError>([&] { f.unfold(0, 4, 1); }, "[unfold] size 4 does not fit axis 0 of size 3");
+  expect_error<ValueError>([&] { f.unfold(1, 2, 0); }, "[unfold] step must be positive, got 0");
+  expect_error<ValueError>([&] { f.pad_to({2, 4}); }, "[pad_to] cannot pad (3,4) to the smaller (2,4)");
+  expect_error<ValueError>(
+      [&] {
+        f.shrink_to({3, 5});
+      },
+      "[shrink_to] cannot shrink (3,4) to the larger (3,5)");
+  expect_error<ShapeError>([&] { f.pad_to({3}); }, "[pad_to] target (3,) for the 2-d shape (3,4)");
+  expect_error<DTypeError>([&] { f.scatter(0, f, 1.0); }, "[scatter] index must be integer, got float");
+  expect_error<ShapeError>(
+      [&] {
+        f.scatter(1, Tensor::zeros({4, 1}, dtypes::int32), 1.0);
+      },
+      "[scatter] index (4,1) is larger than src (4,1) or, outside axis 1, than (3,4)");
+  expect_error<ValueError>(
+      [&] { f.scatter_reduce(0, i, f, "min"); },
+      "[scatter_reduce] reduce must be 'sum', 'prod', 'mean', 'amax' or 'amin', got 'min'");
+  expect_error<IndexError>([&] { f.sort(2); }, "[sort] axis 2 is out of range for 2 dimensions");
+  expect_error<IndexError>([&] { f.argsort(-3); }, "[argsort] axis -3 is out of range for 2 dimensions");
+  expect_error<ValueError>([&] { f.topk(5); }, "[topk] k 5 is out of range for axis 1 of size 4");
+  expect_error<ValueError>([&] { f.topk(-1, 0); }, "[topk] k -1 is out of range for axis 0 of size 3");
+  expect_error<DTypeError>([&] { f.masked_select(i); }, "[masked_select] mask must be bool, got int");
+  Tensor img = Tensor::ones({1, 2, 3, 4});
+  expect_error<ValueError>([&] { img.interpolate({5, 5}, "area"); },
+                           "[interpolate] unknown mode 'area' (nearest, linear, bilinear, trilinear or bicubic)");
+  expect_error<ValueError>([&] { img.interpolate({5}, "bilinear"); },
+                           "[interpolate] mode 'bilinear' resizes 2 axes, got sizes (5,)");
+  expect_error<ValueError>([&] { img.interpolate({5, 5}, "nearest", true); },
+                           "[interpolate] align_corners only applies to the linear and cubic modes");
+  expect_error<ValueError>([&] { img.interpolate({0, 5}, "bilinear"); },
+                           "[interpolate] sizes must be positive, got (0,5)");
+  expect_error<ShapeError>([&] { v.max_unpool2d(v, 2); },
+                           "[max_unpool2d] needs (N, C, H, W) or (C, H, W), got (3,)");
+  expect_error<ValueError>([&] { img.max_unpool2d(img.cast(dtypes::int32), 2, 2, 0, {9, 9}); },
+                           "[max_unpool2d] output size (9,9) is not within a stride of (6,8)");
+  expect_error<ValueError>([&] { f.rearrange("a b"); }, "[rearrange] 'a b' has no '->'");
+  expect_error<ShapeError>([&] { f.rearrange("a b c -> a b c"); },
+                           "[rearrange] 'a b c -> a b c' does not fit the shape (3,4)");
+  expect_error<ValueError>([&] { f.rearrange("a b -> a"); },
+                           "[rearrange] every name on the left of 'a b -> a' must appear on the right");
+  expect_error<ValueError>([&] { f.rearrange("a b -> a b c"); },
+                           "[rearrange] 'c' is on the right of 'a b -> a b c' but not on the left");
+  expect_error<ShapeError>([&] { f.rearrange("a (b c) -> a b c", {{"b", 3}}); },
+                           "[rearrange] cannot split axis 1 of size 4 by 3");
+  expect_error<ValueError>([&] { f.rearrange("a (b c) -> a b c"); },
+                           "[rearrange] the sizes of 'b' and 'c' are both unknown");
+  expect_error<ValueError>([&] { f.rearrange("a (b -> a b"); }, "[rearrange] unbalanced parentheses in 'a (b -> a b'");
+  expect_error<ValueError>([&] { f.rearrange("(a ...) -> a"); },
+                           "[rearrange] '...' cannot be inside parentheses on the left of '(a ...) -> a'");
+  expect_error<ShapeError>([&] { f.rearrange("... a ... -> a"); },
+                           "[rearrange] '... a ... -> a' does not fit the shape (3,4)");
+  expect_error<ShapeError>([&] { v.qr(); }, "[qr] needs at least 2 dimensions, got (3,)");
+  expect_error<ShapeError>([&] { v.svd(); }, "[svd] needs at least 2 dimensions, got (3,)");
+  expect_error<ShapeError>([&] { f.masked_select(Tensor::ones({2}, dtypes::bool_)); },
+                           "[masked_select] cannot broadcast (3,4) with (2,)");
 }

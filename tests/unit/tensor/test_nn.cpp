@@ -1,6 +1,8 @@
 #define BOOST_TEST_MODULE tensor_nn
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <set>
 
 #include "helpers.hpp"
 
@@ -162,4 +164,81 @@ BOOST_AUTO_TEST_CASE(distributions_and_initializers) {
   BOOST_TEST((Tensor::kaiming_normal({8, 3}).shape() == Shape{8, 3}));
   BOOST_TEST(Tensor::ones({2, 2}).rand_like().dtype() == dtypes::float32);
   expect_error<ValueError>([] { Tensor::randint({2}, 3, 3); }, "[randint] needs low < high, got 3 and 3");
+}
+
+// randperm, multinomial and random_bits cannot match PyTorch's generator: their properties are checked.
+BOOST_AUTO_TEST_CASE(random_bits_randperm_multinomial) {
+  Tensor::manual_seed(0);  // the words rand() is made from: the first is threefry(0, key 0)
+  Tensor bits = Tensor::random_bits({3, 5});
+  BOOST_TEST(bits.dtype() == dtypes::uint64);
+  BOOST_TEST((bits.shape() == Shape{3, 5}));
+  std::vector<uint64_t> words = bits.to_vector<uint64_t>();
+  BOOST_TEST(words[0] == 0x99ba4efe6b200159ull);
+  BOOST_TEST(std::set<uint64_t>(words.begin(), words.end()).size() == words.size());
+
+  for (int64_t n : {0, 1, 7, 50}) {  // a permutation of 0..n-1
+    std::vector<int> p = Tensor::randperm(n).to_vector<int>(), sorted = p;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int> want(n);
+    std::iota(want.begin(), want.end(), 0);
+    BOOST_TEST(sorted == want);
+  }
+  Tensor::manual_seed(9);
+  std::vector<int> a = Tensor::randperm(20).to_vector<int>();
+  Tensor::manual_seed(9);
+  BOOST_TEST(Tensor::randperm(20).to_vector<int>() == a);  // deterministic for a seed
+  BOOST_TEST(!std::is_sorted(a.begin(), a.end()));
+  BOOST_TEST(Tensor::randperm(5, dtypes::int64).dtype() == dtypes::int64);
+
+  // with replacement: frequencies follow the weights, a zero weight is never drawn
+  Tensor::manual_seed(4);
+  Tensor draws = f32({1, 0, 3, 6}).multinomial(4000, true);
+  BOOST_TEST(draws.dtype() == dtypes::int32);
+  BOOST_TEST((draws.shape() == Shape{4000}));
+  std::vector<int> d = draws.to_vector<int>();
+  for (int k : {0, 1, 2, 3}) {
+    double freq = static_cast<double>(std::count(d.begin(), d.end(), k)) / 4000.0;
+    BOOST_TEST(std::abs(freq - std::vector<double>{0.1, 0.0, 0.3, 0.6}[k]) < 0.03,
+               "class " << k << ": " << freq);
+  }
+  BOOST_TEST(std::count(d.begin(), d.end(), 1) == 0);
+  Tensor rows = f32({0, 0, 1, 0, 1, 1, 0, 0}, {2, 4}).multinomial(6, true);
+  BOOST_TEST((rows.shape() == Shape{2, 6}));
+  std::vector<int> r = rows.to_vector<int>();
+  BOOST_TEST(std::all_of(r.begin(), r.begin() + 6, [](int k) { return k == 2; }));
+  BOOST_TEST(std::all_of(r.begin() + 6, r.end(), [](int k) { return k == 0 || k == 1; }));
+
+  // without replacement: distinct classes, all nonzero-weight ones when asked for as many; the first draw
+  // follows the weights
+  std::vector<int> all = f32({1, 2, 3, 4, 0}).multinomial(4).to_vector<int>();
+  std::sort(all.begin(), all.end());
+  BOOST_TEST((all == std::vector<int>{0, 1, 2, 3}));
+  std::vector<int> first =
+      f32({1, 2, 3, 4}).reshape({1, 4}).expand({3000, 4}).multinomial(1).to_vector<int>();
+  for (int k : {0, 1, 2, 3}) {
+    double freq = static_cast<double>(std::count(first.begin(), first.end(), k)) / 3000.0;
+    BOOST_TEST(std::abs(freq - (k + 1) / 10.0) < 0.03, "class " << k << ": " << freq);
+  }
+
+  expect_error<ValueError>([] { Tensor::randperm(-1); }, "[randperm] n must be non-negative, got -1");
+  expect_error<ValueError>(
+      [] {
+        f32({1, 2}).multinomial(0);
+      },
+      "[multinomial] num_samples must be positive, got 0");
+  expect_error<ValueError>(
+      [] {
+        f32({1, 2}).multinomial(3);
+      },
+      "[multinomial] cannot draw 3 samples without replacement from 2 classes");
+  expect_error<DTypeError>(
+      [] {
+        Tensor({1, 2}).multinomial(1);
+      },
+      "[multinomial] needs float weights, got int");
+  expect_error<ShapeError>(
+      [] {
+        Tensor::ones({2, 2, 2}).multinomial(1);
+      },
+      "[multinomial] needs 1-d or 2-d weights, got (2,2,2)");
 }
