@@ -76,9 +76,15 @@ py::dtype to_numpy(DType d) {
   }
 }
 
+// A size: an int, or a bound Variable (symbolic).
+tg::sint to_sint(py::handle h) {
+  if (py::isinstance<tg::sint>(h)) return h.cast<tg::sint>();
+  return h.cast<int64_t>();
+}
+
 tg::Shape to_shape(py::handle h) {
   tg::Shape s;
-  for (py::handle d : h) s.push_back(d.cast<int64_t>());
+  for (py::handle d : h) s.push_back(to_sint(d));
   return s;
 }
 // Tensor.ones(2, 3) and Tensor.ones((2, 3)) both name the shape (2, 3).
@@ -394,8 +400,14 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
       .def_readonly("bufs", &tg::ScheduleItemView::bufs)
       .def("__repr__", &repr<tg::ScheduleItemView>);
 
+  py::class_<tg::sint>(m, "SInt")
+      .def("__repr__", &tg::sint::str)
+      .def("__int__", [](const tg::sint& s) { return static_cast<int64_t>(s); })
+      .def_property_readonly("min", &tg::sint::min)
+      .def_property_readonly("max", &tg::sint::max);
   py::class_<tg::Variable>(m, "Variable")
       .def(py::init<std::string, int64_t, int64_t>(), py::arg("name"), py::arg("min"), py::arg("max"))
+      .def("bind", &tg::Variable::bind, py::arg("value"))
       .def_property_readonly("name", &tg::Variable::name)
       .def_property_readonly("min", &tg::Variable::min)
       .def_property_readonly("max", &tg::Variable::max);
@@ -604,7 +616,21 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
   t.def("__invert__", &Tensor::bitwise_not);
   t.def("__matmul__", [](const Tensor& a, const Tensor& b) { return a.matmul(b); }, py::is_operator());
   t.def("__rmatmul__", [](const Tensor& a, const Tensor& b) { return b.matmul(a); }, py::is_operator());
-  t.def("__getitem__", [](const Tensor& x, py::object i) { return x.index(to_indices(i)); });
+  t.def("__getitem__", [](const Tensor& x, py::object i) {
+    // A forward slice with a bound Variable as a bound is a shrink: C++ indexing takes only concrete sizes.
+    auto plain = [](py::handle b) { return b.is_none() || (py::isinstance<py::int_>(b) && b.cast<int64_t>() >= 0); };
+    auto symbolic = [](py::handle b) { return py::isinstance<tg::sint>(b); };
+    if (py::isinstance<py::slice>(i) && i.attr("step").is_none() && x.ndim() > 0 &&
+        (plain(i.attr("start")) || symbolic(i.attr("start"))) && (plain(i.attr("stop")) || symbolic(i.attr("stop"))) &&
+        (symbolic(i.attr("start")) || symbolic(i.attr("stop")))) {
+      tg::ShapePairs b;
+      for (int d = 0; d < x.ndim(); d++) b.emplace_back(tg::sint(0), x.shape(d));
+      if (!i.attr("start").is_none()) b[0].first = to_sint(i.attr("start"));
+      if (!i.attr("stop").is_none()) b[0].second = to_sint(i.attr("stop"));
+      return x.shrink(b);
+    }
+    return x.index(to_indices(i));
+  });
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Tensor (Tensor::*)() const>>{
            {"neg", &Tensor::neg},         {"reciprocal", &Tensor::reciprocal}, {"sqrt", &Tensor::sqrt},
            {"rsqrt", &Tensor::rsqrt},     {"exp", &Tensor::exp},               {"exp2", &Tensor::exp2},
