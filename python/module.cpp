@@ -11,7 +11,9 @@
 #include "base/env.hpp"
 #include "base/error.hpp"
 #include "engine/jit.hpp"
+#include "nn/datasets.hpp"
 #include "nn/layers.hpp"
+#include "nn/lr_scheduler.hpp"
 #include "nn/optim.hpp"
 #include "nn/safetensors.hpp"
 #include "tensor/realize.hpp"
@@ -336,6 +338,34 @@ void bind_nn(py::module_& m) {
       py::arg("params"), py::arg("lr") = 0.001, py::arg("b1") = 0.9, py::arg("b2") = 0.999, py::arg("eps") = 1e-8,
       py::arg("weight_decay") = 0.01);
 
+  py::class_<optim::LRScheduler>(o, "LRScheduler")
+      .def("step", &optim::LRScheduler::step)
+      .def("get_lr", &optim::LRScheduler::get_lr);
+  py::class_<optim::OneCycleLR, optim::LRScheduler>(o, "OneCycleLR")
+      .def(py::init<optim::Optimizer&, double, int64_t, double>(), py::keep_alive<1, 2>(), py::arg("optimizer"),
+           py::arg("max_lr"), py::arg("total_steps"), py::arg("pct_start") = 0.3);
+  py::class_<optim::CosineAnnealingLR, optim::LRScheduler>(o, "CosineAnnealingLR")
+      .def(py::init<optim::Optimizer&, int64_t, double>(), py::keep_alive<1, 2>(), py::arg("optimizer"),
+           py::arg("T_max"), py::arg("eta_min") = 0.0);
+
+  py::module_ d = n.def_submodule("datasets", "Fashion-MNIST and a seeded batch sampler");
+  d.def("fashion_mnist", [](std::optional<std::filesystem::path> dir, OptDev device) {
+    nn::FashionMnist f;
+    {
+      py::gil_scoped_release g;
+      f = nn::fashion_mnist(dir, dev(device));
+    }
+    return py::make_tuple(f.X_train, f.Y_train, f.X_test, f.Y_test);
+  }, py::arg("dir") = py::none(), py::arg("device") = py::none());
+  py::class_<nn::BatchSampler>(d, "BatchSampler")
+      .def(py::init<int64_t, int64_t, bool, uint64_t, bool>(), py::arg("n"), py::arg("batch_size"),
+           py::arg("shuffle") = true, py::arg("seed") = 0, py::arg("drop_last") = false)
+      .def("__len__", &nn::BatchSampler::size)
+      .def("set_epoch", &nn::BatchSampler::set_epoch)
+      .def("batch", &nn::BatchSampler::batch)
+      .def("indices", [](const nn::BatchSampler& b, int64_t i, OptDev device) { return b.indices(i, dev(device)); },
+           py::arg("i"), py::arg("device") = py::none());
+
   py::module_ s = n.def_submodule("_state", "safetensors and state dicts of C++ modules");
   s.def("safe_save", [](const nn::StateDict& t, const std::filesystem::path& p) { nn::safe_save(t, p); },
         nogil());
@@ -424,7 +454,7 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
       .def_property_readonly("calls", [](TinyJit& j) { return j.jit.calls(); })
       .def_property_readonly("captures", [](TinyJit& j) { return j.jit.captures(); });
 
-  py::class_<Tensor> t(m, "Tensor", py::buffer_protocol());
+  py::class_<Tensor> t(m, "Tensor");
   t.def(py::init([](py::object data, OptDType dtype, OptDev device, std::optional<bool> requires_grad) {
           Tensor x = make_tensor(data, dtype, device);
           if (requires_grad) x.requires_grad_(*requires_grad);
@@ -597,7 +627,7 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
            {"maximum", nullptr, &Tensor::maximum}, {"minimum", nullptr, &Tensor::minimum},
            {"logical_and", nullptr, &Tensor::logical_and}, {"logical_or", nullptr, &Tensor::logical_or},
            {"logical_xor", nullptr, &Tensor::logical_xor}, {"logaddexp", nullptr, &Tensor::logaddexp}}) {
-    auto f = [fn](const Tensor& a, py::object b) { return (a.*fn)(to_operand(b)); };
+    auto f = [fn = fn](const Tensor& a, py::object b) { return (a.*fn)(to_operand(b)); };
     t.def(name, f);
     if (op) t.def(op, f, py::is_operator());
   }
@@ -652,7 +682,7 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Red>>{
            {"max", &Tensor::max}, {"min", &Tensor::min}, {"mean", &Tensor::mean}, {"any", &Tensor::any},
            {"all", &Tensor::all}, {"logsumexp", &Tensor::logsumexp}})
-    t.def(name, [fn](const Tensor& x, py::object axis, bool keepdim) { return (x.*fn)(to_axes(axis), keepdim); },
+    t.def(name, [fn = fn](const Tensor& x, py::object axis, bool keepdim) { return (x.*fn)(to_axes(axis), keepdim); },
           py::arg("axis") = py::none(), py::arg("keepdim") = false);
   t.def("sum", [](const Tensor& x, py::object axis, bool keepdim, OptDType d) {
     return x.sum(to_axes(axis), keepdim, d);
