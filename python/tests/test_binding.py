@@ -1,0 +1,207 @@
+"""The binding against numpy and PyTorch: values, dtypes, indexing, autograd, errors, nn, state, JIT."""
+import os, tempfile, threading, time, unittest
+import numpy as np
+import torch
+from tinygrad_cpp import Tensor, dtypes, Device, TinyJit, Context, nn
+
+rng = np.random.default_rng(0)
+
+
+def randn(*shape): return rng.standard_normal(shape).astype(np.float32)
+
+
+class TestCreation(unittest.TestCase):
+  def test_dtypes_follow_tinygrad(self):
+    self.assertEqual(Tensor([1.0, 2]).dtype, dtypes.float32)
+    self.assertEqual(Tensor([1, 2]).dtype, dtypes.int32)
+    self.assertEqual(Tensor([True, False]).dtype, dtypes.bool)
+    self.assertEqual(Tensor(np.zeros(3, np.float64)).dtype, dtypes.float64)
+    self.assertEqual(Tensor(np.zeros(3, np.uint8)).dtype, dtypes.uint8)
+    self.assertEqual(Tensor(3).dtype, dtypes.int32)
+    self.assertEqual(Tensor(2.5).item(), 2.5)
+    self.assertEqual(Tensor([1, 2], dtype=dtypes.float16).numpy().dtype, np.float16)
+
+  def test_values(self):
+    a = randn(3, 4)
+    np.testing.assert_array_equal(Tensor(a).numpy(), a)
+    np.testing.assert_array_equal(Tensor(a[:, ::2]).numpy(), a[:, ::2])  # a strided view
+    self.assertEqual(Tensor([[1, 2], [3, 4]]).tolist(), [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(Tensor.arange(2, 11, 3).numpy(), np.arange(2, 11, 3))
+    np.testing.assert_array_equal(Tensor.eye(3).numpy(), np.eye(3, dtype=np.float32))
+    np.testing.assert_array_equal(Tensor.ones(2, 3).numpy(), np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(Tensor.zeros((2, 3)).numpy(), np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(Tensor.full((2,), 7).numpy(), [7, 7])
+    r = Tensor.rand(1000).numpy()
+    self.assertTrue(((r >= 0) & (r < 1)).all() and 0.4 < r.mean() < 0.6)
+    self.assertEqual(Device.DEFAULT, Tensor([1]).device)
+
+  def test_large_round_trip(self):
+    a = rng.random(25_000_000, dtype=np.float32)  # 100 MB
+    t0 = time.perf_counter()
+    b = Tensor(a).numpy()
+    np.testing.assert_array_equal(a, b)
+    print(f"\n100 MB numpy -> Tensor -> numpy: {time.perf_counter() - t0:.3f} s")
+
+
+class TestOps(unittest.TestCase):
+  def test_elementwise_and_operators(self):
+    a, b = randn(4, 5), randn(4, 5)
+    ta, tb = Tensor(a), Tensor(b)
+    for got, ref in [(ta + tb, a + b), (ta - 2, a - 2), (3 * ta, 3 * a), (ta / tb, a / b), (1 / ta, 1 / a),
+                     (-ta, -a), (ta ** 2, a ** 2), (ta.exp(), np.exp(a)), (ta.relu(), np.maximum(a, 0)),
+                     (ta.sigmoid(), 1 / (1 + np.exp(-a))), (ta.maximum(tb), np.maximum(a, b)),
+                     (ta.abs().sqrt(), np.sqrt(np.abs(a))), ((ta > 0).where(ta, 0.5), np.where(a > 0, a, 0.5))]:
+      np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal((ta < tb).numpy(), a < b)
+    np.testing.assert_array_equal((ta == ta).numpy(), np.ones((4, 5), bool))
+    i = Tensor([7, -7, 5])
+    np.testing.assert_array_equal((i // 2).numpy(), np.array([7, -7, 5]) // 2)
+    np.testing.assert_array_equal((i % 3).numpy(), np.array([7, -7, 5]) % 3)
+    np.testing.assert_array_equal((i & 3).numpy(), np.array([7, -7, 5]) & 3)
+    self.assertEqual((i * 2).dtype, dtypes.int32)
+
+  def test_reduce_movement_matmul(self):
+    a, b = randn(3, 4, 5), randn(5, 2)
+    t = Tensor(a)
+    np.testing.assert_allclose(t.sum().item(), a.sum(), rtol=1e-5)
+    np.testing.assert_allclose(t.sum(axis=1).numpy(), a.sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(t.max(axis=(0, 2), keepdim=True).numpy(), a.max(axis=(0, 2), keepdims=True))
+    np.testing.assert_allclose(t.mean(axis=-1).numpy(), a.mean(axis=-1), rtol=1e-5)
+    np.testing.assert_array_equal(t.argmax(axis=2).numpy(), a.argmax(axis=2))
+    np.testing.assert_array_equal(t.permute(2, 0, 1).numpy(), a.transpose(2, 0, 1))
+    np.testing.assert_array_equal(t.reshape(12, 5).numpy(), a.reshape(12, 5))
+    np.testing.assert_array_equal(t.flip(1).numpy(), a[:, ::-1])
+    np.testing.assert_array_equal(t.pad(((0, 0), (1, 2), (0, 0))).numpy(), np.pad(a, ((0, 0), (1, 2), (0, 0))))
+    np.testing.assert_allclose((t @ Tensor(b)).numpy(), a @ b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(Tensor.cat(Tensor(a), Tensor(a), dim=1).numpy(), np.concatenate([a, a], 1))
+    np.testing.assert_array_equal(Tensor(a).stack(Tensor(a)).numpy(), np.stack([a, a]))
+    np.testing.assert_allclose(t.softmax().numpy(), torch.from_numpy(a).softmax(-1).numpy(), rtol=1e-5, atol=1e-7)
+
+  def test_indexing(self):
+    a = randn(4, 5, 6)
+    t = Tensor(a)
+    for idx in [1, -1, slice(1, 3), (slice(None), 2), (Ellipsis, 1), (None, 0), (1, slice(None, None, -2), 3),
+                (slice(None), None, slice(1, 4)), (0, Ellipsis, None)]:
+      np.testing.assert_array_equal(t[idx].numpy(), a[idx], err_msg=str(idx))
+    np.testing.assert_array_equal(t[Tensor([0, 3, 1])].numpy(), a[[0, 3, 1]])
+    np.testing.assert_array_equal(t[[2, 0]].numpy(), a[[2, 0]])
+
+  def test_conv_pool(self):
+    x, w, b = randn(2, 3, 9, 9), randn(4, 3, 3, 3), randn(4)
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), padding=1)
+    got = Tensor(x).conv2d(Tensor(w), Tensor(b), padding=1)
+    np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-4, atol=1e-5)
+    ref = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2)
+    np.testing.assert_array_equal(Tensor(x).max_pool2d().numpy(), ref.numpy())
+
+
+class TestAutograd(unittest.TestCase):
+  def test_against_torch(self):
+    a, w = randn(4, 3), randn(3, 2)
+    ta, tw = Tensor(a, requires_grad=True), Tensor(w, requires_grad=True)
+    loss = (ta @ tw).relu().log_softmax().mean()
+    loss.backward()
+    pa, pw = torch.tensor(a, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ploss = (pa @ pw).relu().log_softmax(-1).mean()
+    ploss.backward()
+    np.testing.assert_allclose(loss.item(), ploss.item(), rtol=1e-5)
+    np.testing.assert_allclose(ta.grad.numpy(), pa.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(tw.grad.numpy(), pw.grad.numpy(), rtol=1e-4, atol=1e-6)
+    self.assertIsNone(Tensor([1.0]).grad)
+
+
+class TestErrors(unittest.TestCase):
+  def test_exceptions_carry_cpp_messages(self):
+    with self.assertRaisesRegex(ValueError, r"^\[reshape\] cannot reshape \(2,2\) to \(5,\)$"):
+      Tensor([[1, 2], [3, 4]]).reshape(5)
+    with self.assertRaises(IndexError):
+      Tensor([1, 2])[5]
+    with self.assertRaises(ValueError):
+      Tensor([1.0, 2.0]).item()
+    with self.assertRaises(TypeError):
+      Tensor(np.zeros(2, np.complex64))
+    with self.assertRaises(ValueError):
+      Context(NOT_A_VAR=1)
+
+
+class TestNN(unittest.TestCase):
+  def test_linear_matches_numpy(self):
+    l = nn.Linear(3, 2)
+    x = randn(5, 3)
+    ref = x @ l.weight.numpy().T + l.bias.numpy()
+    np.testing.assert_allclose(l(Tensor(x)).numpy(), ref, rtol=1e-5, atol=1e-6)
+
+  def test_sgd_step(self):
+    w0 = randn(3)
+    w = Tensor(w0, requires_grad=True)
+    opt = nn.optim.SGD([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(w.numpy(), w0 - 0.1 * 2 * w0, rtol=1e-6)
+
+  def test_state_round_trip(self):
+    from safetensors.numpy import load_file
+    model = [nn.Linear(3, 4), nn.BatchNorm(4)]
+    sd = nn.state.get_state_dict(model)
+    self.assertIn("0.weight", sd)
+    self.assertIn("1.running_mean", sd)
+    with tempfile.TemporaryDirectory() as d:
+      path = os.path.join(d, "m.safetensors")
+      nn.state.safe_save(sd, path)
+      ref = load_file(path)  # the safetensors package reads what we wrote
+      np.testing.assert_array_equal(ref["0.weight"], sd["0.weight"].numpy())
+      other = [nn.Linear(3, 4), nn.BatchNorm(4)]
+      nn.state.load_state_dict(other, nn.state.safe_load(path))
+      np.testing.assert_array_equal(other[0].weight.numpy(), ref["0.weight"])
+      single = nn.Linear(3, 4)
+      nn.state.load_state_dict(single, {"weight": Tensor(ref["0.weight"]), "bias": Tensor(ref["0.bias"])})
+      np.testing.assert_array_equal(single.bias.numpy(), ref["0.bias"])
+
+
+class TestRuntime(unittest.TestCase):
+  def test_jit_replays(self):
+    calls = 0
+
+    @TinyJit
+    def f(a, b):
+      nonlocal calls
+      calls += 1
+      return (a * b + 1).realize()
+
+    for _ in range(4):
+      x, y = randn(8), randn(8)
+      np.testing.assert_allclose(f(Tensor(x), Tensor(y)).numpy(), x * y + 1, rtol=1e-6)
+    self.assertEqual(calls, 2)
+
+  def test_schedule_and_uop(self):
+    t = Tensor([1.0, 2.0]) * 3 + 1
+    items = t.schedule()
+    self.assertEqual(len(items), 1)
+    self.assertIn("STORE", repr(items[0].ast))
+    self.assertEqual(t.uop.op, "ADD")
+
+  def test_gil_released_while_realizing(self):
+    ticks = []
+    done = threading.Event()
+
+    def tick():
+      while not done.is_set():
+        ticks.append(1)
+        time.sleep(0.001)
+
+    x = Tensor(randn(256, 256))
+    for _ in range(8): x = (x @ x).tanh() + 0.5  # built first: only compile and run remain
+    th = threading.Thread(target=tick)
+    th.start()
+    time.sleep(0.01)
+    n0, t0 = len(ticks), time.perf_counter()
+    x.realize()
+    n1, ms = len(ticks), (time.perf_counter() - t0) * 1000
+    done.set()
+    th.join()
+    print(f"\n{n1 - n0} ticks of another Python thread during a {ms:.0f} ms realize")
+    self.assertGreaterEqual(n1 - n0, 3, "the Python thread runs while kernels compile and run")
+
+
+if __name__ == "__main__":
+  unittest.main()

@@ -1,0 +1,9 @@
+"""Layers (C++ tg::nn modules), optimizers and state, under tinygrad's names."""
+from tinygrad_cpp._tinygrad_cpp import nn as _nn
+
+Module = _nn.Module
+Linear, Conv1d, Conv2d, Embedding = _nn.Linear, _nn.Conv1d, _nn.Conv2d, _nn.Embedding
+BatchNorm, BatchNorm2d, LayerNorm, GroupNorm = _nn.BatchNorm, _nn.BatchNorm2d, _nn.LayerNorm, _nn.GroupNorm
+
+datasets = _nn.datasets
+from tinygrad_cpp.nn import optim, state  # noqa: E402
