@@ -666,13 +666,25 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
            {"rsqrt", &Tensor::rsqrt},     {"exp", &Tensor::exp},               {"exp2", &Tensor::exp2},
            {"log", &Tensor::log},         {"log2", &Tensor::log2},             {"sin", &Tensor::sin},
            {"cos", &Tensor::cos},         {"tan", &Tensor::tan},               {"tanh", &Tensor::tanh},
-           {"sigmoid", &Tensor::sigmoid}, {"relu", &Tensor::relu},             {"gelu", &Tensor::gelu},
+           {"sigmoid", &Tensor::sigmoid}, {"relu", &Tensor::relu},
            {"silu", &Tensor::silu},       {"swish", &Tensor::silu},            {"logsigmoid", &Tensor::logsigmoid},
            {"abs", &Tensor::abs},         {"sign", &Tensor::sign},             {"square", &Tensor::square},
            {"trunc", &Tensor::trunc},     {"floor", &Tensor::floor},           {"ceil", &Tensor::ceil},
            {"round", &Tensor::round},     {"isnan", &Tensor::isnan},           {"isfinite", &Tensor::isfinite},
-           {"logical_not", &Tensor::logical_not}, {"bitwise_not", &Tensor::bitwise_not}})
+           {"logical_not", &Tensor::logical_not}, {"bitwise_not", &Tensor::bitwise_not},
+           {"asin", &Tensor::asin},       {"acos", &Tensor::acos},             {"atan", &Tensor::atan},
+           {"sinh", &Tensor::sinh},       {"cosh", &Tensor::cosh},             {"asinh", &Tensor::asinh},
+           {"acosh", &Tensor::acosh},     {"atanh", &Tensor::atanh},           {"erf", &Tensor::erf},
+           {"log10", &Tensor::log10},     {"selu", &Tensor::selu},             {"mish", &Tensor::mish},
+           {"hardsigmoid", &Tensor::hardsigmoid}, {"hardswish", &Tensor::hardswish},
+           {"relu6", &Tensor::relu6},     {"softsign", &Tensor::softsign},     {"quick_gelu", &Tensor::quick_gelu}})
     t.def(name, fn);
+  t.def("gelu", [](const Tensor& x, std::string approximate) { return x.gelu(approximate); },
+        py::arg("approximate") = "tanh");
+  t.def("elu", &Tensor::elu, py::arg("alpha") = 1.0);
+  t.def("celu", &Tensor::celu, py::arg("alpha") = 1.0);
+  t.def("hardtanh", &Tensor::hardtanh, py::arg("min_val") = -1.0, py::arg("max_val") = 1.0);
+  t.def("softmin", &Tensor::softmin, py::arg("axis") = -1);
   t.def("leaky_relu", &Tensor::leaky_relu, py::arg("neg_slope") = 0.01);
   t.def("softplus", &Tensor::softplus, py::arg("beta") = 1.0);
   t.def("isinf", &Tensor::isinf, py::arg("detect_positive") = true, py::arg("detect_negative") = true);

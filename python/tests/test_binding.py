@@ -60,6 +60,27 @@ class TestOps(unittest.TestCase):
     np.testing.assert_array_equal((i & 3).numpy(), np.array([7, -7, 5]) & 3)
     self.assertEqual((i * 2).dtype, dtypes.int32)
 
+  def test_activations_and_math_against_torch(self):
+    a = randn(3, 5)
+    ta = torch.from_numpy(a)
+    F = torch.nn.functional
+    cases = {
+      "gelu": (Tensor(a).gelu(approximate="none"), F.gelu(ta)),
+      "gelu_tanh": (Tensor(a).gelu(), F.gelu(ta, approximate="tanh")),
+      "elu": (Tensor(a).elu(alpha=0.5), F.elu(ta, alpha=0.5)),
+      "celu": (Tensor(a).celu(), F.celu(ta)),
+      "selu": (Tensor(a).selu(), F.selu(ta)),
+      "mish": (Tensor(a).mish(), F.mish(ta)),
+      "hardswish": (Tensor(a).hardswish(), F.hardswish(ta)),
+      "hardtanh": (Tensor(a).hardtanh(-0.5, 0.5), F.hardtanh(ta, -0.5, 0.5)),
+      "softmin": (Tensor(a).softmin(), F.softmin(ta, dim=-1)),
+      "atan": (Tensor(a).atan(), torch.atan(ta)),
+      "erf": (Tensor(a).erf(), torch.erf(ta)),
+      "sinh": (Tensor(a).sinh(), torch.sinh(ta)),
+    }
+    for name, (ours, ref) in cases.items():
+      np.testing.assert_allclose(ours.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
   def test_reduce_movement_matmul(self):
     a, b = randn(3, 4, 5), randn(5, 2)
     t = Tensor(a)
