@@ -16,6 +16,7 @@
 #include "nn/lr_scheduler.hpp"
 #include "nn/optim.hpp"
 #include "nn/safetensors.hpp"
+#include "runtime/beam.hpp"
 #include "tensor/realize.hpp"
 #include "tensor/tensor.hpp"
 #include "uop/print.hpp"
@@ -231,7 +232,8 @@ struct TinyJit {
 
 tg::env::IntVar& context_var(const std::string& name) {
   for (tg::env::IntVar* v : {&tg::env::DEBUG, &tg::env::BEAM, &tg::env::NOOPT, &tg::env::VIZ, &tg::env::JIT,
-                             &tg::env::CACHELEVEL, &tg::env::CONV_IM2COL, &tg::env::SCHEDULE_CACHE})
+                             &tg::env::CACHELEVEL, &tg::env::CONV_IM2COL, &tg::env::SCHEDULE_CACHE,
+                             &tg::IGNORE_BEAM_CACHE})
     if (v->name() == name) return *v;
   throw tg::ValueError("Context", name + " is not a context variable");
 }

@@ -16,6 +16,7 @@ constexpr std::array kVars = {
             "4 generated source, 5 kernel AST, 6 linear UOps, 7 disassembly",
             true},
     VarInfo{"BEAM", "0", "beam width for kernel optimization search; results cached on disk", true},
+    VarInfo{"IGNORE_BEAM_CACHE", "0", "1 = BEAM searches again instead of reading its cached result", true},
     VarInfo{"NOOPT", "0", "1 = apply no kernel optimizations", true},
     VarInfo{"VIZ", "0", "1 = serve the graph and rewrite viewer on localhost", true},
     VarInfo{"JIT", "1",

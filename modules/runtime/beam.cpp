@@ -325,6 +325,8 @@ int beam_width() {
   return v;
 }
 
+env::IntVar IGNORE_BEAM_CACHE{"IGNORE_BEAM_CACHE"};
+
 std::vector<Opt> beam_search(Device& dev, const UOpRef& ast, int width, const BeamInputs& in) {
   if (width <= 0) throw ValueError("BEAM", fmt::format("beam width {} must be positive", width));
   // The kernel's identity in the cache is its source without opts.
@@ -334,7 +336,7 @@ std::vector<Opt> beam_search(Device& dev, const UOpRef& ast, int width, const Be
   check(dev.renderer().render(plain.name, view, source), "render", plain.name);
   std::string key = cache_key(dev, width);
   DiskCache* cache = program_disk_cache();
-  if (cache != nullptr) {
+  if (cache != nullptr && IGNORE_BEAM_CACHE.value() <= 0) {
     try {
       if (auto bytes = cache->get(key, source.text())) {
         std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());

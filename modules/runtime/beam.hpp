@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/env.hpp"
 #include "codegen/opts.hpp"
 
 namespace tg {
@@ -21,6 +22,10 @@ struct BeamInputs {
 
 // The BEAM variable read strictly: a non-negative integer, else ValueError "[BEAM] ...".
 int beam_width();
+
+// IGNORE_BEAM_CACHE=1 (tinygrad's name): search again instead of reading a cached result; the new result
+// is still stored.
+extern env::IntVar IGNORE_BEAM_CACHE;
 
 // The opts BEAM=width picks for ast on dev. A result cached for this kernel (its no-opt source), device,
 // compiler and width is used as it is (Stat::beam_cache_hits); otherwise the search runs

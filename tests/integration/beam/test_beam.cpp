@@ -206,6 +206,22 @@ BOOST_AUTO_TEST_CASE(corrupted_entry_is_searched_again) {
   BOOST_TEST(third.stats["beam_cache_hits"] == 2u);
 }
 
+// IGNORE_BEAM_CACHE=1 (tinygrad's name) searches again over a warm cache, and the results are stored.
+BOOST_AUTO_TEST_CASE(ignore_beam_cache_searches_again) {
+  TempDir dir;
+  std::string cache = (dir.path / "cache").string();
+  Run first = run_probe({{"TG_CACHE_DIR", cache}, {"BEAM", "2"}});
+  check_values(first);
+  Run again = run_probe({{"TG_CACHE_DIR", cache}, {"BEAM", "2"}, {"IGNORE_BEAM_CACHE", "1"}});
+  check_values(again);
+  BOOST_TEST(again.stats["beam_searched"] == 2u, again.out);
+  BOOST_TEST(again.stats["beam_cache_hits"] == 0u);
+  Run third = run_probe({{"TG_CACHE_DIR", cache}, {"BEAM", "2"}});
+  check_values(third);
+  BOOST_TEST(third.stats["beam_searched"] == 0u);
+  BOOST_TEST(third.stats["beam_cache_hits"] == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(beam_zero_searches_nothing) {
   TempDir dir;
   Run r = run_probe({{"TG_CACHE_DIR", dir.path.string()}, {"BEAM", "0"}});
