@@ -187,7 +187,7 @@ ProbeResult probe_plugin_isolated(const tg_plugin_descriptor& d, double timeout_
   }
   close(fds[1]);
   std::string answer;
-  bool timed_out = false;
+  bool timed_out = false, unwatched = false;
   for (;;) {
     int left_ms = static_cast<int>((timeout_seconds - timer.seconds()) * 1e3);
     if (left_ms <= 0) {
@@ -197,7 +197,11 @@ ProbeResult probe_plugin_isolated(const tg_plugin_descriptor& d, double timeout_
     pollfd p{fds[0], POLLIN, 0};
     int r = poll(&p, 1, left_ms);
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) continue;  // the deadline is checked above
+    if (r < 0) {  // the pipe cannot be watched: stop the child rather than spin until the deadline
+      unwatched = true;
+      break;
+    }
+    if (r == 0) continue;  // the deadline is checked above
     char buf[512];
     ssize_t got = read(fds[0], buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
@@ -205,13 +209,15 @@ ProbeResult probe_plugin_isolated(const tg_plugin_descriptor& d, double timeout_
     answer.append(buf, static_cast<size_t>(got));
   }
   close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
+  if (timed_out || unwatched) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   ProbeResult r{false, {}, timer.seconds()};
   if (timed_out)
     r.reason = fmt::format("probe() did not finish in {:g} s (stopped)", timeout_seconds);
+  else if (unwatched)
+    r.reason = "probe() could not be watched in its child (poll failed); stopped";
   else if (WIFSIGNALED(status))
     r.reason = fmt::format("probe() crashed ({})", strsignal(WTERMSIG(status)));
   else if (answer.empty())

@@ -94,7 +94,7 @@ class Registry {
   // Probing is lazy: discovery only reads files and loads plugins; a candidate's probe runs the first time
   // its usability is asked. Guarded by probe_mu_.
   mutable std::vector<Candidate> candidates_;
-  mutable std::recursive_mutex probe_mu_;
+  mutable std::mutex probe_mu_;
   std::map<std::string, size_t, std::less<>> owner_;  // device name -> the candidate that owns it
   std::mutex mu_;
   std::map<std::pair<std::string, int>, std::unique_ptr<Device>> devices_;
