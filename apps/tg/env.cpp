@@ -1,9 +1,10 @@
-// tg env: every variable in the env registry with its current value and meaning.
+// tg env: every variable in the env registry (the core's, then each plugin's) with its value and meaning.
 #include <fmt/format.h>
 
 #include "apps/tg/commands.hpp"
 #include "base/env.hpp"
 #include "base/error.hpp"
+#include "runtime/registry.hpp"
 
 namespace tg::cli {
 
@@ -12,6 +13,7 @@ int env(Args args) {
     fmt::print(stderr, "tg env: takes no arguments\n");
     return 2;
   }
+  Registry::global();  // loads the plugins, which declare their own variables
   int status = 0;
   for (const auto& v : tg::env::all()) {
     auto raw = tg::env::raw(v.name);
@@ -19,7 +21,10 @@ int env(Args args) {
       fmt::print("{}={}\n", v.name, *raw);
     else
       fmt::print("{}={} (default)\n", v.name, v.default_value);
-    fmt::print("    {}\n", v.meaning);
+    if (v.owner.empty())
+      fmt::print("    {}\n", v.meaning);
+    else
+      fmt::print("    [{}] {}\n", v.owner, v.meaning);
     try {
       if (v.integer) tg::env::get_int(v.name);
     } catch (const tg::Error& e) {  // every other command refuses to start with this value

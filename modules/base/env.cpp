@@ -1,7 +1,9 @@
 #include "base/env.hpp"
 
 #include <array>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -39,18 +41,6 @@ constexpr std::array kVars = {
             "':'-separated plugin files or directories searched before the installed ones"},
     VarInfo{"TG_CACHE_DIR", "~/.cache/tinygrad.cpp",
             "where the compile and BEAM caches live (unset: $XDG_CACHE_HOME/tinygrad.cpp when that is set)"},
-    VarInfo{"TG_CLANG", "clang", "clang binary the CLANG device uses when libclang-cpp is not available"},
-    VarInfo{"TG_CLANG_FLAGS", "", "extra flags for the CLANG device's compiler (part of its cache key)"},
-    VarInfo{"TG_CLANG_INPROCESS", "1",
-            "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in", true},
-    VarInfo{"TG_VULKAN_STAGING", "0",
-            "1 = VULKAN copies through staging buffers even when device memory is host-visible", true},
-    VarInfo{"TG_LIBCUDA", "", "the NVIDIA driver library the CUDA device opens (default: libcuda.so.1)"},
-    VarInfo{"TG_NVRTC", "",
-            "libnvrtc the CUDA device compiles with (default: the toolkit's, found by the loader)"},
-    VarInfo{"TG_NVJITLINK", "", "libnvJitLink the CUDA device assembles PTX with (default: the toolkit's)"},
-    VarInfo{"TG_CUOBJDUMP", "",
-            "cuobjdump the CUDA device disassembles with (default: PATH, the toolkit, the wheel)"},
     VarInfo{
         "INTERP_TC", "",
         "cuda = INTERP declares CUDA's mma.m16n8k16 tensor core (half in, float sums) and runs its WMMAs; "
@@ -60,30 +50,57 @@ constexpr std::array kVars = {
     VarInfo{"VIZ_OUT", "", "with VIZ=1: write the trace to this file at exit instead of serving it (`tg viz FILE`)"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
             "folder with the Fashion-MNIST idx files"},
-    VarInfo{"TG_LIBZE", "", "the Level Zero loader the LEVEL_ZERO device opens (default: libze_loader.so.1)"},
-    VarInfo{"TG_LIBAMDHIP64", "",
-            "the HIP runtime library the HIP device opens (default: libamdhip64.so.6/.5)"},
-    VarInfo{"TG_HIP_CLANG", "",
-            "clang the HIP device compiles with (default: ROCm's, else clang-18 down to clang-15)"},
-    VarInfo{"TG_ROCM_DEVICE_LIBS", "",
-            "folder of the ROCm device libraries' bitcode (ocml.bc, ockl.bc, oclc_*.bc)"},
-    VarInfo{"TG_METAL_FRAMEWORK", "/System/Library/Frameworks/Metal.framework/Metal",
-            "the Metal.framework binary the METAL device opens (macOS)"},
-    VarInfo{"TG_METAL_CLANG", "clang++",
-            "clang the METAL compile-only target type-checks kernels with (a syntax check, not Apple's "
-            "compiler)"},
-    VarInfo{"QCOM_ICD", "",
-            "the OpenCL library the QCOM device runs on (default: the Adreno driver; any ICD with image support)"},
 };
-}  // namespace
 
-std::span<const VarInfo> all() { return kVars; }
+// What plugins declared, in order (plugins are never unloaded, so the strings stay valid).
+std::mutex declared_mutex;
+std::vector<VarInfo> declared;
 
-static const VarInfo& find(std::string_view name) {
+std::optional<VarInfo> lookup(std::string_view name) {
   for (const auto& v : kVars)
     if (v.name == name) return v;
-  throw ValueError("env",
-                   fmt::format("'{}' is not a declared environment variable (see base/env.cpp)", name));
+  std::lock_guard lock(declared_mutex);
+  for (const auto& v : declared)
+    if (v.name == name) return v;
+  return std::nullopt;
+}
+}  // namespace
+
+std::vector<VarInfo> all() {
+  std::vector<VarInfo> out(kVars.begin(), kVars.end());
+  std::lock_guard lock(declared_mutex);
+  out.insert(out.end(), declared.begin(), declared.end());
+  return out;
+}
+
+void declare(std::string_view owner, std::span<const VarInfo> vars) {
+  for (VarInfo v : vars) {
+    v.owner = owner;
+    if (std::optional<VarInfo> had = lookup(v.name)) {
+      if (had->owner == v.owner && had->default_value == v.default_value && had->meaning == v.meaning &&
+          had->integer == v.integer)
+        continue;  // the same plugin loaded again (from another folder)
+      throw ValueError("env", fmt::format("{} declares {}, already declared by {}", owner, v.name,
+                                          had->owner.empty() ? "the core" : had->owner));
+    }
+    std::lock_guard lock(declared_mutex);
+    declared.push_back(v);
+  }
+}
+
+Declare::Declare(std::string_view owner, std::initializer_list<VarInfo> vars) noexcept {
+  try {
+    declare(owner, vars);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warning: %s\n", e.what());
+  }
+}
+
+static VarInfo find(std::string_view name) {
+  if (std::optional<VarInfo> v = lookup(name)) return *v;
+  throw ValueError("env", fmt::format("'{}' is not a declared environment variable (see base/env.cpp, or a "
+                                      "plugin that is not loaded)",
+                                      name));
 }
 
 std::optional<std::string> raw(std::string_view name) {
@@ -114,7 +131,7 @@ std::optional<int> get_int(std::string_view name) {
 }
 
 void check_all() {
-  for (const VarInfo& v : kVars)
+  for (const VarInfo& v : all())
     if (v.integer) get_int(v.name);
 }
 

@@ -1,11 +1,14 @@
 #pragma once
 // The one registry of environment variables the project reads (tinygrad names where tinygrad has one).
-// Every variable is declared in env.cpp; `tg env` prints them all with their values.
+// The core's are declared in env.cpp, a plugin's by the plugin itself (env::Declare) when it is loaded;
+// `tg env` prints them all with their values.
 #include <atomic>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tg::env {
 
@@ -13,11 +16,23 @@ struct VarInfo {
   std::string_view name;
   std::string_view default_value;
   std::string_view meaning;
-  bool integer = false;  // read as an int: any other value is an error
+  bool integer = false;   // read as an int: any other value is an error
+  std::string_view owner;  // the plugin that declared it (its device name); empty for the core's
 };
 
-// Every declared variable, in declaration order.
-std::span<const VarInfo> all();
+// Every declared variable: the core's in declaration order, then each loaded plugin's in the order declared.
+std::vector<VarInfo> all();
+// Declares the variables a plugin reads, so get() and raw() accept them and `tg env` lists them under the
+// plugin. The strings must live as long as the process (literals: plugins are never unloaded). A name the
+// core or another plugin already declared differently is a ValueError; the same declaration again is not.
+void declare(std::string_view owner, std::span<const VarInfo> vars);
+// A plugin's declaration as a static object, made when the plugin is loaded:
+//   const tg::env::Declare kEnv{"CLANG", {{"TG_CLANG", "clang", "clang binary ..."}}};
+// A conflict is printed to stderr (nothing may throw while a library loads) and the first declaration kept.
+class Declare {
+ public:
+  Declare(std::string_view owner, std::initializer_list<VarInfo> vars) noexcept;
+};
 // The raw value from the process environment, if set. Throws ValueError for undeclared names
 // (so a typo in the code is caught, not silently read as unset).
 std::optional<std::string> raw(std::string_view name);
@@ -26,7 +41,8 @@ std::string get(std::string_view name);
 // An integer variable's value (or default) as an int; nullopt when empty. ValueError "[env] NAME='v' is
 // not an integer" for anything else (tinygrad raises on int() too).
 std::optional<int> get_int(std::string_view name);
-// Checks every integer variable that is set, so junk fails at startup, not when (or if) it is first read.
+// Checks every integer variable that is set, so junk fails at startup, not when (or if) it is first read
+// (a plugin's: those of the plugins loaded so far).
 void check_all();
 
 // An integer variable read once from the environment, overridable at run time (tinygrad's ContextVar).

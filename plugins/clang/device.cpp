@@ -16,6 +16,16 @@
 #include "plugins/clang/toolchain.hpp"
 #include "tg/sdk/plugin.hpp"
 
+// The variables this plugin reads (`tg env` lists them under CLANG).
+const tg::env::Declare kEnv{
+    "CLANG",
+    {
+        {"TG_CLANG", "clang", "clang binary the CLANG device uses when libclang-cpp is not available"},
+        {"TG_CLANG_FLAGS", "", "extra flags for the CLANG device's compiler (part of its cache key)"},
+        {"TG_CLANG_INPROCESS", "1",
+         "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in", true},
+    }};
+
 namespace tg::clangdev {
 
 using tg::sdk::Code;
@@ -27,7 +37,7 @@ static_assert(sizeof(long long) == sizeof(int64_t), "vals are passed to kernels 
 
 unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-bool want_libclang() { return libclang_built() && tg::env::get("TG_CLANG_INPROCESS") != "0"; }
+bool want_libclang() { return libclang_built() && tg::env::get_int("TG_CLANG_INPROCESS").value_or(1) != 0; }
 
 std::unique_ptr<Toolchain> make_toolchain(int32_t index) {
   if (index != 0) throw tg::DeviceError("CLANG", fmt::format("there is one CPU device; got index {}", index));

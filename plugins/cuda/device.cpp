@@ -10,12 +10,25 @@
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "plugins/cuda/api.hpp"
 #include "plugins/cuda/compiler.hpp"
 #include "plugins/cuda/renderer.hpp"
 #include "tg/sdk/graph.hpp"
 #include "tg/sdk/host_memory.hpp"
 #include "tg/sdk/plugin.hpp"
+
+// The variables this plugin reads (`tg env` lists them under CUDA).
+const tg::env::Declare kEnv{
+    "CUDA",
+    {
+        {"TG_LIBCUDA", "", "the NVIDIA driver library the CUDA device opens (default: libcuda.so.1)"},
+        {"TG_NVRTC", "",
+         "libnvrtc the CUDA device compiles with (default: the toolkit's, found by the loader)"},
+        {"TG_NVJITLINK", "", "libnvJitLink the CUDA device assembles PTX with (default: the toolkit's)"},
+        {"TG_CUOBJDUMP", "",
+         "cuobjdump the CUDA device disassembles with (default: PATH, the toolkit, the wheel)"},
+    }};
 
 namespace tg::cuda {
 

@@ -8,11 +8,23 @@
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "plugins/hip/api.hpp"
 #include "plugins/hip/compiler.hpp"
 #include "plugins/hip/renderer.hpp"
 #include "tg/sdk/host_memory.hpp"
 #include "tg/sdk/plugin.hpp"
+
+// The variables this plugin reads (`tg env` lists them under HIP).
+const tg::env::Declare kEnv{
+    "HIP",
+    {
+        {"TG_LIBAMDHIP64", "", "the HIP runtime library the HIP device opens (default: libamdhip64.so.6/.5)"},
+        {"TG_HIP_CLANG", "",
+         "clang the HIP device compiles with (default: ROCm's, else clang-18 down to clang-15)"},
+        {"TG_ROCM_DEVICE_LIBS", "",
+         "folder of the ROCm device libraries' bitcode (ocml.bc, ockl.bc, oclc_*.bc)"},
+    }};
 
 namespace tg::hip {
 

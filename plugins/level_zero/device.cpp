@@ -10,11 +10,19 @@
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "plugins/cl/opencl_renderer.hpp"
 #include "plugins/cl/spirv/spirv_compiler.hpp"
 #include "plugins/level_zero/context.hpp"
 #include "tg/sdk/host_memory.hpp"
 #include "tg/sdk/plugin.hpp"
+
+// The variables this plugin reads (`tg env` lists them under LEVEL_ZERO).
+const tg::env::Declare kEnv{
+    "LEVEL_ZERO",
+    {
+        {"TG_LIBZE", "", "the Level Zero loader the LEVEL_ZERO device opens (default: libze_loader.so.1)"},
+    }};
 
 namespace tg::level_zero {
 

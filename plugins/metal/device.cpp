@@ -9,10 +9,21 @@
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "plugins/metal/api.hpp"
 #include "plugins/metal/compiler.hpp"
 #include "plugins/metal/renderer.hpp"
 #include "tg/sdk/plugin.hpp"
+
+// The variables this plugin reads (`tg env` lists them under METAL).
+const tg::env::Declare kEnv{"METAL",
+                            {
+                                {"TG_METAL_FRAMEWORK", "/System/Library/Frameworks/Metal.framework/Metal",
+                                 "the Metal.framework binary the METAL device opens (macOS)"},
+                                {"TG_METAL_CLANG", "clang++",
+                                 "clang the METAL compile-only target type-checks kernels with (a syntax "
+                                 "check, not Apple's compiler)"},
+                            }};
 
 namespace tg::metal {
 

@@ -14,6 +14,14 @@
 #include "plugins/qcom/renderer.hpp"
 #include "tg/sdk/plugin.hpp"
 
+// The variables this plugin reads (`tg env` lists them under QCOM).
+const tg::env::Declare kEnv{"QCOM",
+                            {
+                                {"QCOM_ICD", "",
+                                 "the OpenCL library the QCOM device runs on (default: the Adreno driver; "
+                                 "any ICD with image support)"},
+                            }};
+
 namespace tg::qcom {
 
 using tg::sdk::Code;

@@ -37,7 +37,7 @@ VulkanAllocator::VulkanAllocator(Context& ctx) : ctx_(ctx) {
   bool any_direct = false;
   for (uint32_t i = 0; i < ctx.memory().memoryTypeCount; i++)
     any_direct = any_direct || (ctx.memory().memoryTypes[i].propertyFlags & kDirect) == kDirect;
-  direct_ = any_direct && tg::env::get("TG_VULKAN_STAGING") != "1";
+  direct_ = any_direct && tg::env::get_int("TG_VULKAN_STAGING").value_or(0) != 1;
   alignment_ = std::max<size_t>(16, ctx.props().limits.minStorageBufferOffsetAlignment);
 }
 

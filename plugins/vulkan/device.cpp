@@ -11,12 +11,21 @@
 
 #include <fmt/format.h>
 
+#include "base/env.hpp"
 #include "base/error.hpp"
 #include "plugins/vulkan/allocator.hpp"
 #include "plugins/vulkan/compiler.hpp"
 #include "plugins/vulkan/context.hpp"
 #include "plugins/vulkan/renderer.hpp"
 #include "tg/sdk/plugin.hpp"
+
+// The variables this plugin reads (`tg env` lists them under VULKAN).
+const tg::env::Declare kEnv{
+    "VULKAN",
+    {
+        {"TG_VULKAN_STAGING", "0",
+         "1 = VULKAN copies through staging buffers even when device memory is host-visible", true},
+    }};
 
 namespace tg::vulkan {
 

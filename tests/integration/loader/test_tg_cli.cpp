@@ -187,11 +187,20 @@ BOOST_AUTO_TEST_CASE(env_lists_every_declared_variable) {
   BOOST_TEST(has_line(ls, "TG_CACHE_DIR=~/.cache/tinygrad.cpp (default)"));
   BOOST_TEST(has_line(ls, "TG_PLUGIN_PATH= (default)"));
   BOOST_TEST(has_line(ls, "    beam width for kernel optimization search; results cached on disk"));
-  // Two lines per variable, every one of them in the registry, in declaration order.
+  // Two lines per variable: the core's first, in declaration order (this process loads no plugin, so
+  // all() here is the core's), then each loaded plugin's, its meaning tagged with the plugin.
   auto vars = tg::env::all();
-  BOOST_REQUIRE(ls.size() == 2 * vars.size());
+  BOOST_REQUIRE(ls.size() >= 2 * vars.size());
+  BOOST_REQUIRE(ls.size() % 2 == 0);
   for (size_t i = 0; i < vars.size(); ++i) {
     BOOST_TEST(ls[2 * i].starts_with(std::string(vars[i].name) + "="));
     BOOST_TEST(ls[2 * i + 1] == "    " + std::string(vars[i].meaning));
   }
+  for (size_t i = 2 * vars.size(); i < ls.size(); i += 2) BOOST_TEST(ls[i + 1].starts_with("    ["), ls[i + 1]);
+  // The CLANG plugin declares its own (no device name is declared in the core).
+  if (run_tg("devices", {}).out.find("CLANG") != std::string::npos) {
+    BOOST_TEST(has_line(ls, "TG_CLANG=clang (default)"), r.out);
+    BOOST_TEST(has_line(ls, "    [CLANG] clang binary the CLANG device uses when libclang-cpp is not available"));
+  }
+  for (const auto& v : vars) BOOST_TEST(!v.name.starts_with("TG_CLANG"), v.name);
 }

@@ -45,7 +45,7 @@ BOOST_AUTO_TEST_CASE(env_registry_reads_and_overrides) {
 BOOST_AUTO_TEST_CASE(env_junk_is_an_error) {
   for (const auto& v : tg::env::all())
     if (v.integer) unsetenv(std::string(v.name).c_str());
-  for (const char* name : {"JIT", "SPEC", "DEBUG", "TG_VULKAN_STAGING"}) {
+  for (const char* name : {"JIT", "SPEC", "DEBUG", "CACHELEVEL"}) {
     setenv(name, "x", 1);
     try {
       tg::env::check_all();
@@ -86,4 +86,31 @@ BOOST_AUTO_TEST_CASE(status_and_blob) {
   auto s = tg::sdk::guard([]() -> tg::sdk::Status { throw std::runtime_error("boom"); });
   BOOST_TEST((s.code() == tg::sdk::Code::runtime_error));
   BOOST_TEST(s.message() == "boom");
+}
+
+// A plugin declares its own variables: then they read like the core's and list under the plugin; a name
+// taken by the core or by another plugin is refused, the same declaration twice is not.
+BOOST_AUTO_TEST_CASE(env_plugins_declare_their_variables) {
+  BOOST_CHECK_THROW(tg::env::get("TG_TEST_PLUGIN_PATHS"), tg::ValueError);
+  static const tg::env::VarInfo vars[] = {{"TG_TEST_PLUGIN_PATHS", "/a", "where the test plugin looks"},
+                                          {"TG_TEST_PLUGIN_FLAG", "0", "a test flag", true}};
+  tg::env::declare("TESTDEV", vars);
+  tg::env::declare("TESTDEV", vars);  // loaded again from another folder
+  BOOST_TEST(tg::env::get("TG_TEST_PLUGIN_PATHS") == "/a");
+  setenv("TG_TEST_PLUGIN_FLAG", "x", 1);
+  BOOST_CHECK_THROW(tg::env::check_all(), tg::ValueError);
+  setenv("TG_TEST_PLUGIN_FLAG", "1", 1);
+  BOOST_TEST(tg::env::get_int("TG_TEST_PLUGIN_FLAG").value_or(0) == 1);
+  unsetenv("TG_TEST_PLUGIN_FLAG");
+  auto all = tg::env::all();
+  BOOST_TEST(all.back().name == "TG_TEST_PLUGIN_FLAG");
+  BOOST_TEST(all.back().owner == "TESTDEV");
+  const tg::env::VarInfo other[] = {{"TG_TEST_PLUGIN_PATHS", "/b", "another meaning"}};
+  BOOST_CHECK_EXCEPTION(tg::env::declare("OTHERDEV", other), tg::ValueError, [](const tg::ValueError& e) {
+    return std::string(e.what()) == "[env] OTHERDEV declares TG_TEST_PLUGIN_PATHS, already declared by TESTDEV";
+  });
+  const tg::env::VarInfo core[] = {{"DEBUG", "0", "mine"}};
+  BOOST_CHECK_THROW(tg::env::declare("OTHERDEV", core), tg::ValueError);
+  tg::env::Declare quiet{"OTHERDEV", {{"DEBUG", "0", "mine"}}};  // prints a warning instead of throwing
+  BOOST_TEST(tg::env::all().size() == all.size());
 }
