@@ -62,7 +62,7 @@ struct LowerCtx {
 };
 // Lowers `value` (a tensor graph whose leaves are BUFFER views and constants) into a kernel writing it to
 // out, row-major; for ASSIGN, `target` is the movement view of out to write through (else null).
-UOpRef lower_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& target, LowerCtx& ctx);
+UOpRef rangeify_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& target, LowerCtx& ctx);
 
 // ---- 4. the whole pipeline, without the schedule cache (cache.cpp) in front ----
 std::vector<ScheduleItem> schedule_uncached(const UOpRef& sink, BecomesMap& becomes, VarVals* var_vals);

@@ -334,7 +334,7 @@ UOpRef dense_globals(const UOpRef& ast, LowerCtx& ctx) {
 }
 }  // namespace
 
-UOpRef lower_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& target, LowerCtx& ctx) {
+UOpRef rangeify_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& target, LowerCtx& ctx) {
   const Shape& shape = shape_of(target ? target.get() : value.get());
   std::vector<UOpRef> idx, loops;
   for (const sint& s : shape) {

@@ -143,7 +143,7 @@ void lower_job(LowerJob& job, const Built& b, const RealizeInfo& info) {
     LowerCtx ctx;
     ctx.views = &b.views, ctx.root = job.x, ctx.kernel = job.kernel, ctx.notes = &l.notes;
     ctx.heavy = &info.heavy, ctx.heavy_uses = &uses, ctx.repeated = &repeated, ctx.var_vals = &job.var_vals;
-    UOpRef ast = lower_kernel(job.value, job.out, job.target, ctx);
+    UOpRef ast = rangeify_kernel(job.value, job.out, job.target, ctx);
     l.hazard = job.target && has_hazard(ast);
     l.item = ScheduleItem{ast, std::move(ctx.bufs)};
     job.done = std::move(l);

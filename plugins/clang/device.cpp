@@ -93,7 +93,7 @@ class ClangProgram final : public tg::sdk::Program {
   std::shared_ptr<ThreadPool> pool_;
 };
 
-Status load_kernel(std::string_view name, std::span<const std::byte> binary,
+Status open_binary(std::string_view name, std::span<const std::byte> binary,
                    std::unique_ptr<LoadedKernel>* out) {
   auto parsed = read_binary(binary);
   if (!parsed) return {Code::invalid_argument, "[CLANG load] not a binary made by the CLANG compiler"};
@@ -108,7 +108,7 @@ bool half_probe(ClangCompiler& compiler, std::string_view body, uint16_t a, uint
       "void tg_probe_half(void* const* bufs, const long long* vals, int core_id) {{\n  {}\n}}\n", body);
   tg::sdk::Blob bin;
   std::unique_ptr<LoadedKernel> kernel;
-  if (!compiler.compile(src, bin).ok() || !load_kernel("tg_probe_half", bin.bytes(), &kernel).ok())
+  if (!compiler.compile(src, bin).ok() || !open_binary("tg_probe_half", bin.bytes(), &kernel).ok())
     return false;
   uint16_t halves[3] = {a, b, 0};
   void* bufs[1] = {halves};
@@ -160,7 +160,7 @@ class ClangDevice final : public tg::sdk::Device {
               tg::sdk::Program** out) noexcept override {
     return tg::sdk::guard([&]() -> Status {
       std::unique_ptr<LoadedKernel> kernel;
-      if (Status s = load_kernel(name, binary, &kernel); !s.ok()) return s;
+      if (Status s = open_binary(name, binary, &kernel); !s.ok()) return s;
       *out = new ClangProgram(std::move(kernel), pool_);
       return {};
     });
