@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <range/v3/view/zip.hpp>
 
 #include "base/error.hpp"
 #include "schedule/passes.hpp"
@@ -11,6 +12,8 @@
 namespace tg::sched {
 
 namespace {
+
+namespace views = ranges::views;
 
 UOpRef ic(int64_t v) { return UOp::const_(dtypes::index, v); }
 
@@ -144,22 +147,18 @@ UOpRef push_movement(Match& m) {
       break;
     }
     case Ops::EXPAND:
-      for (size_t i = 0; i < in.size(); i++)
-        if (in[i] == 1) r[i] = ic(0);
+      for (auto&& [ri, n] : views::zip(r, in))
+        if (n == 1) ri = ic(0);
       break;
-    case Ops::SHRINK: {
-      const ShapePairs& s = mv->arg_as<ShapePairs>();
-      for (size_t i = 0; i < s.size(); i++)
-        if (s[i].first != 0) r[i] = ix.idx[i] + ctx.size(s[i].first);
+    case Ops::SHRINK:
+      for (auto&& [ri, bounds, i] : views::zip(r, mv->arg_as<ShapePairs>(), ix.idx))
+        if (bounds.first != 0) ri = i + ctx.size(bounds.first);
       break;
-    }
-    case Ops::FLIP: {
-      const IntVec& f = mv->arg_as<IntVec>();
-      for (size_t i = 0; i < f.size(); i++)
-        if (f[i]) r[i] = ctx.size(in[i] - 1) - ix.idx[i];
+    case Ops::FLIP:
+      for (auto&& [ri, flip, n, i] : views::zip(r, mv->arg_as<IntVec>(), in, ix.idx))
+        if (flip) ri = ctx.size(n - 1) - i;
       r = simplified(std::move(r));
       break;
-    }
     default:
       return nullptr;
   }
@@ -177,14 +176,13 @@ UOpRef push_pad(Match& m) {
   std::vector<UOpRef> r = ix.idx;
   UOpRef cond;
   auto and_ = [&](UOpRef c) { cond = cond ? cond & c : c; };
-  for (size_t i = 0; i < pads.size(); i++) {
-    const auto& [before, after] = pads[i];
-    if (before == 0 && after == 0) continue;
+  for (auto&& [ri, pad, n, i] : views::zip(r, pads, in, ix.idx)) {
+    const auto& [before, after] = pad;
     if (before != 0) {
-      r[i] = ix.idx[i] - ctx.size(before);
-      and_((ctx.size(before) - 1)->lt(ix.idx[i]));  // idx >= before
+      ri = i - ctx.size(before);
+      and_((ctx.size(before) - 1)->lt(i));  // idx >= before
     }
-    if (after != 0) and_(ix.idx[i]->lt(ctx.size(before + in[i])));
+    if (after != 0) and_(i->lt(ctx.size(before + n)));
   }
   r = simplified(std::move(r));
   UOpRef zero = UOp::const_(ix.x->dtype(), int64_t{0});
