@@ -1,4 +1,4 @@
-#include "tensor/eval_host.hpp"
+#include "engine/eval_host.hpp"
 
 #include <algorithm>
 #include <cmath>

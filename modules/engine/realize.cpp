@@ -1,5 +1,6 @@
-// The realization boundary on real devices: buffers live in device memory (runtime::Buffer), graphs run
-// as scheduled kernels (schedule -> codegen -> the device's renderer, compiler and program).
+// Running tensor graphs behind the tensor/realize.hpp boundary: buffers live in device memory
+// (runtime::Buffer), graphs run as scheduled kernels (schedule -> codegen -> the device's renderer, compiler
+// and program), each kernel lowered and compiled once per process and launched in schedule order.
 #include "tensor/realize.hpp"
 
 #include <algorithm>
@@ -33,7 +34,7 @@
 #include "runtime/registry.hpp"
 #include "runtime/stats.hpp"
 #include "schedule/schedule.hpp"
-#include "tensor/eval_host.hpp"
+#include "engine/eval_host.hpp"
 
 namespace tg {
 
