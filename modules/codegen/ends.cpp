@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "codegen/passes.hpp"
+#include "uop/scalar.hpp"
 
 namespace tg::codegen {
 
@@ -42,13 +43,9 @@ UOpRef split_end(Match& m) {
 }  // namespace
 
 UOpRef identity_element(Ops op, DType d) {
-  if (op == Ops::ADD) return UOp::const_(d, ConstValue{int64_t{0}});
-  if (op == Ops::MUL) return UOp::const_(d, ConstValue{int64_t{1}});
-  if (op != Ops::MAX)
+  if (op != Ops::ADD && op != Ops::MUL && op != Ops::MAX)
     throw ValueError("codegen", fmt::format("REDUCE with {} (expected ADD, MUL or MAX)", op_name(op)));
-  if (d.is_float()) return UOp::const_(d, ConstValue{-std::numeric_limits<double>::infinity()});
-  if (d.is_bool()) return UOp::const_(d, ConstValue{false});
-  return UOp::const_(d, ConstValue{d.min_int()});
+  return UOp::const_(d, scalar::identity_element(op, d));
 }
 
 namespace {

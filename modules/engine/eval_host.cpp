@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "tensor/host_value.hpp"
+#include "uop/scalar.hpp"
 
 namespace tg::host {
 
@@ -146,127 +147,7 @@ Array reduce(const UOp& u, const Array& src) {
   return r;
 }
 
-uint64_t threefry2x32(uint64_t x, uint64_t key) {
-  auto rotl = [](uint32_t v, int r) { return (v << r) | (v >> (32 - r)); };
-  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-  uint32_t ks[3] = {k1, k0 ^ k1 ^ 0x1BD11BDAu, k0};
-  uint32_t x0 = static_cast<uint32_t>(x) + ks[2], x1 = static_cast<uint32_t>(x >> 32) + ks[0];
-  const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  for (int i = 0; i < 5; i++) {
-    for (int r : rot[i % 2]) {
-      x0 += x1;
-      x1 = x0 ^ rotl(x1, r);
-    }
-    x0 += ks[i % 3];
-    x1 += ks[(i + 1) % 3] + static_cast<uint32_t>(i + 1);
-  }
-  return (static_cast<uint64_t>(x1) << 32) | x0;
-}
-
-double float_alu(Ops op, double a, double b, double c) {
-  switch (op) {
-    case Ops::EXP2:
-      return std::exp2(a);
-    case Ops::LOG2:
-      return std::log2(a);
-    case Ops::SIN:
-      return std::sin(a);
-    case Ops::SQRT:
-      return std::sqrt(a);
-    case Ops::RECIPROCAL:
-      return 1.0 / a;
-    case Ops::NEG:
-      return -a;
-    case Ops::TRUNC:
-      return std::trunc(a);
-    case Ops::ADD:
-      return a + b;
-    case Ops::MUL:
-      return a * b;
-    case Ops::FDIV:
-      return a / b;
-    case Ops::IDIV:
-      return std::trunc(a / b);
-    case Ops::MOD:
-      return std::fmod(a, b);
-    case Ops::MAX:
-      return a > b ? a : b;
-    case Ops::POW:
-      return std::pow(a, b);
-    case Ops::CMPLT:
-      return a < b;
-    case Ops::CMPNE:
-      return a != b;
-    case Ops::CMPEQ:
-      return a == b;
-    case Ops::MULACC:
-      return a * b + c;
-    default:
-      throw NotSupportedError("eval", fmt::format("{} on float values", op_name(op)));
-  }
-}
-
-int64_t int_pow(int64_t a, int64_t b) {
-  if (b < 0) return a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
-  uint64_t r = 1, base = static_cast<uint64_t>(a);
-  for (auto e = static_cast<uint64_t>(b); e; e >>= 1, base *= base)
-    if (e & 1) r *= base;
-  return static_cast<int64_t>(r);
-}
-
-// Integer semantics of dtype d (the sources' dtype): wrapping arithmetic, C division, logical right
-// shift for unsigned types. Division by zero gives 0 instead of trapping.
-int64_t int_alu(Ops op, DType d, int64_t a, int64_t b, int64_t c) {
-  bool u64 = d.scalar() == Scalar::UINT64;
-  auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-  switch (op) {
-    case Ops::NEG:
-      return static_cast<int64_t>(0 - ua);
-    case Ops::TRUNC:
-      return a;
-    case Ops::ADD:
-      return static_cast<int64_t>(ua + ub);
-    case Ops::MUL:
-      return static_cast<int64_t>(ua * ub);
-    case Ops::MULACC:
-      return static_cast<int64_t>(ua * ub + static_cast<uint64_t>(c));
-    case Ops::IDIV:
-    case Ops::FDIV:
-      if (b == 0) return 0;
-      if (u64) return static_cast<int64_t>(ua / ub);
-      return (a == std::numeric_limits<int64_t>::min() && b == -1) ? a : a / b;
-    case Ops::MOD:
-      if (b == 0) return 0;
-      if (u64) return static_cast<int64_t>(ua % ub);
-      return b == -1 ? 0 : a % b;
-    case Ops::MAX:
-      return (u64 ? ua > ub : a > b) ? a : b;
-    case Ops::CMPLT:
-      return u64 ? ua < ub : a < b;
-    case Ops::CMPNE:
-      return a != b;
-    case Ops::CMPEQ:
-      return a == b;
-    case Ops::AND:
-      return a & b;
-    case Ops::OR:
-      return a | b;
-    case Ops::XOR:
-      return a ^ b;
-    case Ops::SHL:
-      return (b < 0 || b >= 64) ? 0 : static_cast<int64_t>(ua << b);
-    case Ops::SHR:
-      if (d.is_unsigned()) return (b < 0 || b >= 64) ? 0 : static_cast<int64_t>(ua >> b);
-      return a >> std::clamp<int64_t>(b, 0, 63);
-    case Ops::POW:
-      return int_pow(a, b);
-    case Ops::THREEFRY:
-      return static_cast<int64_t>(threefry2x32(ua, ub));
-    default:
-      throw NotSupportedError("eval", fmt::format("{} on integer values", op_name(op)));
-  }
-}
-
+// Every element through the one table of scalar semantics (uop/scalar.hpp), as INTERP and folding compute.
 Array alu(const UOp& u, std::span<const Array* const> s) {
   Array r = make_array(u.dtype(), to_ints(*u.shape()));
   size_t n = r.numel();
@@ -274,22 +155,17 @@ Array alu(const UOp& u, std::span<const Array* const> s) {
     for (size_t k = 0; k < n; k++) set(r, k, s[0]->i[k] ? s[1]->get(k) : s[2]->get(k));
     return r;
   }
-  const Array& a = *s[0];
-  DType d = a.dtype;
+  if (!scalar::defined(u.op(), s[0]->dtype))
+    throw NotSupportedError("eval", fmt::format("{} on {} values", op_name(u.op()), s[0]->dtype.str()));
+  scalar::Value v[3];
   for (size_t k = 0; k < n; k++) {
-    if (a.is_float()) {
-      double x = a.f[k], y = s.size() > 1 ? s[1]->f[k] : 0.0, z = s.size() > 2 ? s[2]->f[k] : 0.0;
-      double v = float_alu(u.op(), x, y, z);
-      if (r.is_float())
-        r.f[k] = dtypes::truncate_float(r.dtype, v);
-      else
-        r.i[k] = v != 0;
-    } else if (group::Unary.contains(u.op()) && u.op() != Ops::NEG && u.op() != Ops::TRUNC) {
-      set(r, k, float_alu(u.op(), as_double(d, a.i[k]), 0, 0));
-    } else {
-      int64_t y = s.size() > 1 ? s[1]->i[k] : 0, z = s.size() > 2 ? s[2]->i[k] : 0;
-      set(r, k, int_alu(u.op(), d, a.i[k], y, z));
-    }
+    for (size_t j = 0; j < s.size() && j < 3; j++)
+      v[j] = s[j]->is_float() ? scalar::float_value(s[j]->f[k]) : scalar::int_value(s[j]->i[k]);
+    scalar::Value o = scalar::alu(u.op(), r.dtype, s[0]->dtype, std::span(v, s.size()));
+    if (r.is_float())
+      r.f[k] = o.f;
+    else
+      r.i[k] = o.i;
   }
   return r;
 }

@@ -13,10 +13,6 @@ namespace tg::nn {
 
 namespace {
 
-std::string shape_str(const Shape& s) {
-  return s.size() == 1 ? fmt::format("({},)", s[0]) : fmt::format("({})", fmt::join(s, ","));
-}
-
 // PyTorch's default: kaiming_uniform with a = sqrt(5), i.e. uniform(+-1/sqrt(fan_in)), fan_in =
 // prod(shape[1:]).
 Tensor default_weight(const Shape& shape) { return Tensor::kaiming_uniform(shape, std::sqrt(5.0)); }

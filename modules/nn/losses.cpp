@@ -9,10 +9,6 @@ namespace tg::nn {
 
 namespace {
 
-std::string shape_str(const Shape& s) {
-  return s.size() == 1 ? fmt::format("({},)", s[0]) : fmt::format("({})", fmt::join(s, ","));
-}
-
 Tensor reduce(const Tensor& x, Reduction r) {
   if (r == Reduction::SUM) return x.sum();
   if (r == Reduction::MEAN) return x.mean();

@@ -12,10 +12,6 @@ namespace tg::nn {
 
 namespace {
 
-std::string shape_str(const Shape& s) {
-  return s.size() == 1 ? fmt::format("({},)", s[0]) : fmt::format("({})", fmt::join(s, ","));
-}
-
 std::string key_list(const std::vector<std::string>& keys) {
   constexpr size_t kShow = 8;
   std::vector<std::string> shown(keys.begin(),

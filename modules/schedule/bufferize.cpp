@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "schedule/passes.hpp"
+#include "uop/scalar.hpp"
 #include "uop/symbolic.hpp"
 
 namespace tg::sched {
@@ -18,12 +19,6 @@ const Shape& shape_of(const UOp* u) {
   const Shape* s = u->shape();
   if (!s) throw ShapeError("schedule", fmt::format("{} has no shape", u->str()));
   return *s;
-}
-
-sint prod(const Shape& v) {
-  sint p = 1;
-  for (const sint& x : v) p *= x;
-  return p;
 }
 
 const UOp* strip_movement(const UOp* u) {
@@ -112,14 +107,6 @@ UOpRef fold_cast(const UOpRef& x) {
   return const_view(device_of(x.get()), x->dtype(), view_value(x->src(0).get()), shape_of(x.get()));
 }
 
-ConstValue identity_element(Ops op, DType d) {
-  if (op == Ops::ADD) return int64_t{0};
-  if (op == Ops::MUL) return int64_t{1};
-  if (d.is_float()) return -std::numeric_limits<double>::infinity();
-  if (d.is_bool()) return false;
-  return d.min_int();
-}
-
 UOpRef fold_reduce(const UOpRef& x) {
   const UOp* src = x->src(0).get();
   const auto& ra = x->arg_as<ReduceArg>();
@@ -127,7 +114,7 @@ UOpRef fold_reduce(const UOpRef& x) {
   int64_t n_in = prod(shape_of(src)), n_out = prod(shape_of(x.get()));
   if (n_out == 0) return nullptr;
   if (n_in == 0)
-    return const_view(device_of(x.get()), x->dtype(), identity_element(ra.op, x->dtype()), shape_of(x.get()));
+    return const_view(device_of(x.get()), x->dtype(), scalar::identity_element(ra.op, x->dtype()), shape_of(x.get()));
   if (!is_const_view(src)) return nullptr;
   const ConstValue& v = view_value(src);
   std::optional<ConstValue> r;

@@ -11,7 +11,7 @@ namespace tg::sched {
 
 // ---- graph helpers (tensor level) ----
 const Shape& shape_of(const UOp* u);  // throws ShapeError for nodes without a shape
-sint prod(const Shape& v);
+using tg::prod;  // uop.hpp
 const UOp* strip_movement(const UOp* u);  // the first non-movement node below u
 const UOp* strip_reshape(const UOp* u);   // and the SHRINK from 0 of a buffer_view
 bool is_const_view(const UOp* u);         // CONST under movement ops that keep it uniform (no PAD)

@@ -10,8 +10,8 @@
 
 namespace tg::detail {
 
-std::string shape_str(const Shape& s);  // "(3,4)", "(5,)", "()"
-sint prod(const Shape& s);
+using tg::prod;  // uop.hpp
+using tg::shape_str;
 ShapePairs size_pairs(const std::vector<std::pair<int64_t, int64_t>>& p);
 // Negative axes count from the end; IndexError "[op] axis 3 is out of range for 2 dimensions".
 int normalize_axis(int axis, int ndim, std::string_view op);

@@ -128,17 +128,6 @@ void Tensor::set_grad(const Tensor& g) { impl().grad = g.impl_; }
 
 namespace detail {
 
-std::string shape_str(const Shape& s) {
-  if (s.size() == 1) return fmt::format("({},)", s[0]);
-  return fmt::format("({})", fmt::join(s, ","));
-}
-
-sint prod(const Shape& s) {
-  sint n = 1;
-  for (const sint& d : s) n *= d;
-  return n;
-}
-
 ShapePairs size_pairs(const std::vector<std::pair<int64_t, int64_t>>& p) {
   return ShapePairs(p.begin(), p.end());
 }

@@ -13,8 +13,7 @@ namespace tg {
 
 namespace {
 
-template <typename V>
-std::string shape_str(const V& s) {
+std::string shape_str(const IntVec& s) {
   if (s.size() == 1) return fmt::format("({},)", s[0]);
   return fmt::format("({})", fmt::join(s, ","));
 }
@@ -27,12 +26,6 @@ std::string lower_name(Ops op) {
 }
 
 [[noreturn]] void fail(Ops op, const std::string& what) { throw ShapeError(lower_name(op), what); }
-
-sint prod(const Shape& s) {
-  sint n = 1;
-  for (const sint& d : s) n *= d;
-  return n;
-}
 
 bool negative(const sint& d) { return d.is_number() ? static_cast<int64_t>(d) < 0 : d.bound() < 0; }
 
@@ -189,6 +182,17 @@ const Shape* UOp::shape() const {
     shape_done_.store(true, std::memory_order_release);
   }
   return shape_.load(std::memory_order_acquire).get();
+}
+
+sint prod(const Shape& s) {
+  sint n = 1;
+  for (const sint& d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  if (s.size() == 1) return fmt::format("({},)", s[0]);
+  return fmt::format("({})", fmt::join(s, ","));
 }
 
 }  // namespace tg

@@ -115,6 +115,8 @@ std::ostream& operator<<(std::ostream& os, const sint& s);  // str(): a symbolic
 // Shapes of tensor-level nodes, and the RESHAPE/EXPAND (Shape) and PAD/SHRINK (ShapePairs) args.
 using Shape = std::vector<sint>;
 using ShapePairs = std::vector<std::pair<sint, sint>>;
+sint prod(const Shape& s);              // the element count (1 for a scalar)
+std::string shape_str(const Shape& s);  // "(3,4)", "(5,)", "()"
 // Element counts that agree: equal, or, where one is symbolic, equal at the variables' bound values (a
 // (64,784) buffer viewed as (n,784) with n bound to 64: the way a variable enters a graph).
 bool same_count(const sint& a, const sint& b);

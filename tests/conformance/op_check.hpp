@@ -187,12 +187,6 @@ struct Tol {
   bool signed_zero = false;
 };
 
-inline std::string shape_str(const Shape& s) {
-  std::string out = "(";
-  for (size_t k = 0; k < s.size(); k++) out += (k ? "," : "") + std::to_string(s[k]);
-  return out + (s.size() == 1 ? ",)" : ")");
-}
-
 // The first mismatch between got (device under test) and want (INTERP), or "" when they agree.
 inline std::string compare(const Tensor& got, const Tensor& want, Tol tol) {
   if (got.dtype() != want.dtype())

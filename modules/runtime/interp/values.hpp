@@ -1,7 +1,6 @@
 #pragma once
-// INTERP's scalar semantics: the reference every device is compared against. Integers wrap to their
-// width, IDIV/MOD truncate as in C (x/0 and x%0 give 0), shifts by the width or more give 0 (or the sign),
-// float32 is computed in float, float64 in double, float16/bfloat16/fp8 in float rounded back.
+// INTERP's scalar semantics, the reference every device is compared against: the table in uop/scalar.hpp
+// (shared with constant folding and the host evaluator) on INTERP's lanes, which also carry pointers.
 #include <cstddef>
 #include <cstdint>
 #include <span>
