@@ -1,6 +1,7 @@
 // The benchmark suite's workloads (W1..W6) on the default device (DEV picks another). Prints one
 // `key value` line per figure; bench/suite.py runs it next to PyTorch and prints the table.
-//   suite [--only W1,W3] [--quick] [--dump DIR]   (--dump writes results as raw float32 for the checks)
+//   suite [--only W1,W3] [--quick] [--dump DIR] [--dram N]   (--dump writes results as raw float32 for the
+//   checks; --dram adds W1 and W3 at N elements)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -53,6 +54,14 @@ double best_of(int n, const std::function<void()>& f) {
   return best;
 }
 
+// The process's peak resident memory (VmHWM; getrusage's maxrss keeps the parent's across fork and exec).
+double peak_rss_mb() {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024;
+  return 0;
+}
+
 void out(const std::string& key, double v) {
   fmt::print("{} {:.6g}\n", key, v);
   std::fflush(stdout);
@@ -92,8 +101,14 @@ void set_params(const tg::nn::Module& m, uint64_t seed) {
   }
 }
 
-void w1() {
-  const int64_t n = int64_t{16} << 20;
+// W1 and W3 at 16M elements, and at --dram N elements (arrays several times the last-level cache, from
+// bench/probe): the second set measures DRAM, where the first may fit in a large cache.
+int64_t dram_elems = 0;
+
+// A strided sample of a big result, what the DRAM variants dump for the check (the whole would be GBs).
+Tensor sample(const Tensor& y) { return y[tg::Index{tg::Slice{0, y.numel(), 4099}}]; }
+
+void w1_at(int64_t n, const std::string& prefix) {
   Tensor x = input({n}, 1);
   for (bool with_exp : {false, true}) {
     Tensor y;
@@ -102,10 +117,15 @@ void w1() {
       if (with_exp) y = y.exp();
       y.realize();
     });
-    std::string k = with_exp ? "W1.exp" : "W1.noexp";
+    std::string k = prefix + (with_exp ? ".exp" : ".noexp");
     out(k + ".gbps", 2.0 * 4 * static_cast<double>(n) / s / 1e9);
-    dump(k, y);
+    dump(k, prefix == "W1" ? y : sample(y));
   }
+}
+
+void w1() {
+  w1_at(int64_t{16} << 20, "W1");
+  if (dram_elems > 0) w1_at(dram_elems, "W1.dram");
 }
 
 void w2() {
@@ -118,16 +138,20 @@ void w2() {
   }
 }
 
-void w3() {
-  const int64_t n = int64_t{16} << 20;
-  Tensor x = input({n}, 4, 0, 1), m = input({4096, 4096}, 5, 0, 1);
+void w3_at(int64_t n, const std::string& prefix) {
+  Tensor x = input({n}, 4, 0, 1), m = input({n / 4096, 4096}, 5, 0, 1);
   Tensor s0, s1;
   double t0 = best_of(reps(6), [&] { s0 = x.sum().realize(); });
   double t1 = best_of(reps(6), [&] { s1 = m.sum(1).realize(); });
-  out("W3.sum.gbps", 4.0 * static_cast<double>(n) / t0 / 1e9);
-  out("W3.sum1.gbps", 4.0 * 4096 * 4096 / t1 / 1e9);
-  dump("W3.sum", s0);
-  dump("W3.sum1", s1);
+  out(prefix + ".sum.gbps", 4.0 * static_cast<double>(n) / t0 / 1e9);
+  out(prefix + ".sum1.gbps", 4.0 * static_cast<double>(n / 4096 * 4096) / t1 / 1e9);
+  dump(prefix + ".sum", s0);
+  dump(prefix + ".sum1", s1);
+}
+
+void w3() {
+  w3_at(int64_t{16} << 20, "W3");
+  if (dram_elems > 0) w3_at(dram_elems / 4096 * 4096, "W3.dram");
 }
 
 void w4() {
@@ -187,6 +211,7 @@ void w5() {
     if (s < 2) out(fmt::format("W5.loss{}", s + 1), l);
   }
   out("W5.ms", best * 1e3);
+  out("W5.maxrss_mb", peak_rss_mb());  // the process: W5 runs alone in it
 }
 
 // A pre-norm transformer block: x + attn(ln(x)), then h + mlp(ln(h)).
@@ -278,8 +303,10 @@ int main(int argc, char** argv) {
       only = argv[++i];
     else if (a == "--dump" && i + 1 < argc)
       dump_dir = argv[++i];
+    else if (a == "--dram" && i + 1 < argc)
+      dram_elems = std::stoll(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: suite [--only W1,W3] [--quick] [--dump DIR]\n");
+      std::fprintf(stderr, "usage: suite [--only W1,W3] [--quick] [--dump DIR] [--dram ELEMENTS]\n");
       return 2;
     }
   }
