@@ -198,8 +198,8 @@ int main(int argc, char** argv) {
   Bandwidth cache = stream(llc / 4 / 3 / sizeof(float), threads, reps * 4);
   std::printf("threads %u\nfma_peak_gflops %.1f\nfma_vector_bits %d\nfma_chains %d\nllc_bytes %zu\n", threads,
               peak.gflops, peak.bits, peak.chains, llc);
-  std::printf("dram_array_bytes %zu\ncopy_gbps %.1f\nread_gbps %.1f\ntriad_gbps %.1f\n", dram_bytes, dram.copy,
-              dram.read, dram.triad);
+  std::printf("dram_array_bytes %zu\ncopy_gbps %.1f\nread_gbps %.1f\ntriad_gbps %.1f\n", dram_bytes,
+              dram.copy, dram.read, dram.triad);
   std::printf("cache_copy_gbps %.1f\ncache_read_gbps %.1f\ncache_triad_gbps %.1f\n", cache.copy, cache.read,
               cache.triad);
   return 0;
