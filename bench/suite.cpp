@@ -1,4 +1,4 @@
-// The benchmark suite's workloads (W1..W6) on the default device (DEV picks another). Prints one
+// The benchmark suite's workloads (W1..W7) on the default device (DEV picks another). Prints one
 // `key value` line per figure; bench/suite.py runs it next to PyTorch and prints the table.
 //   suite [--only W1,W3] [--quick] [--dump DIR] [--dram N]   (--dump writes results as raw float32 for the
 //   checks; --dram adds W1 and W3 at N elements)
@@ -292,6 +292,50 @@ void w6() {
   out("W6.tiny_value", t.item<float>());
 }
 
+// A GPT-2-small layer (d=768, 12 heads, seq 256, batch 4): a training step (forward, loss (y*y).mean(),
+// backward, AdamW) under tg::jit, and inference (the forward alone) as tokens per second.
+void w7() {
+  const int64_t b = 4, t = 256, d = 768;
+  Block blk(d, 12);
+  uint64_t seed = 300;
+  std::vector<Tensor> params;
+  for (auto& l : blk.layers()) {
+    set_params(*l, seed);
+    seed += 2;
+    for (Tensor& p : l->parameters()) params.push_back(p);
+  }
+  Tensor x = input({b, t, d}, 11);
+  {  // inference first, on the initial weights (what the check compares)
+    Tensor y;
+    double s = best_of(reps(6), [&] { y = blk.forward(x).realize(); });
+    out("W7.infer_tokens_per_s", static_cast<double>(b * t) / s);
+    dump("W7.y", sample(y.reshape({b * t * d})));
+  }
+  tg::nn::optim::AdamW opt(params, 1e-4);
+  tg::Jit step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    Tensor y = blk.forward(in[0]);
+    Tensor loss = (y * y).mean();
+    opt.zero_grad();
+    loss.backward();
+    std::vector<Tensor> todo = opt.schedule_step();
+    todo.push_back(loss);
+    Tensor::realize_all(todo);
+    opt.zero_grad();
+    return {loss};
+  });
+  int steps = quick ? 4 : 6;
+  double best = 1e30;
+  for (int i = 0; i < steps; i++) {
+    auto t0 = Clock::now();
+    float l = step({x})[0].item<float>();
+    double dt = seconds_since(t0);
+    if (i < 2) out(fmt::format("W7.loss{}", i + 1), l);
+    if (i >= 2) best = std::min(best, dt);
+  }
+  out("W7.train_ms", best * 1e3);
+  out("W7.maxrss_mb", peak_rss_mb());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -315,7 +359,7 @@ int main(int argc, char** argv) {
     const char* name;
     void (*run)();
   };
-  for (W w : {W{"W1", w1}, W{"W2", w2}, W{"W3", w3}, W{"W4", w4}, W{"W5", w5}, W{"W6", w6}}) {
+  for (W w : {W{"W1", w1}, W{"W2", w2}, W{"W3", w3}, W{"W4", w4}, W{"W5", w5}, W{"W6", w6}, W{"W7", w7}}) {
     if (!wanted(w.name)) continue;
     auto t0 = Clock::now();
     w.run();

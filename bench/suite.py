@@ -9,7 +9,7 @@ import argparse, os, re, subprocess, sys, tempfile, time
 
 import numpy as np
 
-WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6"]
+WORKLOADS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7"]
 TOL = 1e-3  # max |ours - PyTorch| relative to max |PyTorch|; a wrong kernel is off by far more
 
 
@@ -140,19 +140,19 @@ class Peer:
         self.res["W5.ms"], self.res["W5.first_step_s"] = 1e3 * min(times[1:]), times[0]
         self.ref["W5.loss1"], self.ref["W5.loss2"] = losses[0], losses[1]
 
-    def block(self):
+    def block(self, dim=256, heads=4, seed=200):
         torch, F = self.torch, self.torch.nn.functional
-        lin = [torch.nn.Linear(i, o) for i, o in ((256, 256),) * 4 + ((256, 1024), (1024, 256))]
+        lin = [torch.nn.Linear(i, o) for i, o in ((dim, dim),) * 4 + ((dim, 4 * dim), (4 * dim, dim))]
         for k, l in enumerate(lin):
-            self.set_params(l, 200 + 2 * k)
+            self.set_params(l, seed + 2 * k)
         q, k, v, o, up, down = lin
 
         def forward(x):
             b, t, d = x.shape
             a = F.layer_norm(x, (d,))
-            split = lambda z: z.reshape(b, t, 4, d // 4).transpose(1, 2)
+            split = lambda z: z.reshape(b, t, heads, d // heads).transpose(1, 2)
             qq, kk, vv = split(q(a)), split(k(a)), split(v(a))
-            att = torch.softmax(qq @ kk.transpose(-2, -1) / np.sqrt(d // 4), -1) @ vv
+            att = torch.softmax(qq @ kk.transpose(-2, -1) / np.sqrt(d // heads), -1) @ vv
             h = x + o(att.transpose(1, 2).reshape(b, t, d))
             return h + down(F.gelu(up(F.layer_norm(h, (d,))), approximate="tanh"))
         return forward, [p for l in lin for p in l.parameters()]
@@ -171,6 +171,29 @@ class Peer:
         t, n = torch.zeros(1), 1000
         s = best_of(self.reps(3), lambda: [t.add_(1) for _ in range(n)])
         self.res["W6.tiny_us"] = s / n * 1e6
+
+
+    def W7(self):
+        """A GPT-2-small layer: inference tokens/s, then training steps with AdamW, as bench/suite.cpp's w7."""
+        torch = self.torch
+        forward, params = self.block(768, 12, 300)
+        x = self.t((4, 256, 768), 11)
+        with torch.no_grad():
+            s = best_of(self.reps(6), lambda: forward(x))
+            self.res["W7.infer_tokens_per_s"] = 4 * 256 / s
+            self.ref["W7.y"] = forward(x).reshape(-1)[::4099].clone()
+        opt = torch.optim.AdamW(params, 1e-4)
+        times, losses = [], []
+        for _ in range(4 if self.quick else 6):
+            t0 = time.perf_counter()
+            loss = (forward(x) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            times.append(time.perf_counter() - t0)
+        self.res["W7.train_ms"] = 1e3 * min(times[2:])
+        self.ref["W7.loss1"], self.ref["W7.loss2"] = losses[0], losses[1]
 
 
 def check(name, ours, ref):
@@ -272,7 +295,7 @@ def main():
         for d in dirs.values():
             os.mkdir(d)
         ours, beam, cold, warm = {}, {}, {}, {}
-        main_set = [w for w in only if w != "W5"]
+        main_set = [w for w in only if w not in ("W5", "W7")]  # W5 and W7 run alone: their peak memory
         if "W2" in only:  # a fresh cache, so the search runs
             beam = run_ours(a.suite, q + ["--only", "W2", "--dump", dirs["dump_beam"]], dirs["beam"], {"BEAM": "2"},
                             a.beam_timeout)
@@ -291,6 +314,9 @@ def main():
                 again = run_ours(a.suite, q + ["--only", "W2"], dirs["beam"], {"BEAM": "2"}, a.beam_timeout)
                 if again is not None:
                     beam = merge_best(beam, {k: v for k, v in again.items() if k.startswith("W2.")})
+            if "W7" in only:
+                args = q + ["--only", "W7", "--dump", dirs["dump"]]
+                ours = merge_best(ours, run_ours(a.suite, args, dirs["main"]))
             if "W5" in only:  # a new process each round, its first step on the compile cache cold filled
                 warm = merge_best(warm, run_ours(a.suite, q + ["--only", "W5"], dirs["w5"]))
             for w in only:
@@ -318,7 +344,7 @@ def main():
         ok = True
         load = lambda d, k: np.fromfile(os.path.join(d, k + ".f32"), dtype=np.float32)
         for k, ref in peer.ref.items():
-            if k.startswith("W5."):
+            if k.startswith("W5.") or k.startswith("W7.loss"):
                 ok &= check(k, ours[k], ref)
             else:
                 ok &= check(k, load(dirs["dump"], k), ref.numpy() if hasattr(ref, "numpy") else ref)
@@ -386,6 +412,15 @@ def main():
         row("W6", "  same, schedule cache off (cold)", "ms", L, ours["W6.build_schedule_cold_ms"], None, None,
             below(ours["W6.build_schedule_cold_ms"], 5))
         row("W6", "realize per tiny op", "us", L, ours["W6.tiny_us"], P["W6.tiny_us"], None, below(ours["W6.tiny_us"], 20))
+
+    if "W7" in only:
+        row("W7", "GPT-2 layer train step (AdamW, JIT)", "ms", L, ours["W7.train_ms"], P["W7.train_ms"], None,
+            (f"<= {P['W7.train_ms']:.0f} (peer)", ours["W7.train_ms"] <= P["W7.train_ms"]))
+        row("W7", "  inference", "tok/s", H, ours["W7.infer_tokens_per_s"], P["W7.infer_tokens_per_s"], None,
+            ("-", None))
+        rss7 = peer_rss_mb("W7")
+        row("W7", "  peak memory (RSS) of the process", "MB", L, ours.get("W7.maxrss_mb"), rss7, None,
+            (f"<= {rss7:.0f} (peer)" if rss7 else "-", ours.get("W7.maxrss_mb", 1e30) <= rss7 if rss7 else None))
 
     if "W2" in only:
         print("\nBEAM=2 first run (fresh cache, search included; its rows take the best of it and of one run per "
