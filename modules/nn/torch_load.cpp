@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -181,7 +183,7 @@ class Unpickler {
         case 'j': push(get(u32())); break;
         case 'J': { Obj* o = make(Obj::INT); o->i = static_cast<int32_t>(u32()); push(o); break; }
         case 'K': { Obj* o = make(Obj::INT); o->i = u8(); push(o); break; }
-        case 'M': { Obj* o = make(Obj::INT); o->i = u8() | (u8() << 8); push(o); break; }
+        case 'M': { Obj* o = make(Obj::INT); o->i = load_le<uint16_t>(take(2), 0); push(o); break; }
         case 0x8a: {  // LONG1
           size_t n = u8();
           if (n > 8) throw bad(fmt::format("pickle integer of {} bytes is too large", n));
@@ -328,14 +330,15 @@ class Unpickler {
       throw bad("persistent id is not ('storage', type, key, location, size)");
     std::optional<DType> d = storage_dtype(pid->items[1]->s.substr(pid->items[1]->s.rfind('.') + 1));
     if (!d) throw bad(fmt::format("'{}' is not a storage type", pid->items[1]->s));
-    for (Obj* s : storages)  // every view of a storage names it again: one object, read once
-      if (s->storage.key == pid->items[2]->s) {
-        if (s->storage.dtype != *d) throw bad(fmt::format("storage '{}' has two dtypes", s->storage.key));
-        return s;
-      }
+    // every view of a storage names it again: one object, read once
+    if (auto it = by_key_.find(pid->items[2]->s); it != by_key_.end()) {
+      if (it->second->storage.dtype != *d) throw bad(fmt::format("storage '{}' has two dtypes", it->first));
+      return it->second;
+    }
     Obj* s = make(Obj::STORAGE);
     s->storage = {*d, pid->items[2]->s};
     storages.push_back(s);
+    by_key_.emplace(s->storage.key, s);
     return s;
   }
   Obj* reduce(Obj* fn, Obj* args) {
@@ -369,6 +372,7 @@ class Unpickler {
   uint64_t at_ = 0;
   std::vector<Obj*> stack_, memo_;
   std::vector<std::unique_ptr<Obj>> arena_;
+  std::map<std::string, Obj*> by_key_;
 };
 
 struct HostTensor {
@@ -380,6 +384,7 @@ struct HostTensor {
 
 struct Walker {
   std::vector<HostTensor> out;
+  std::set<std::string> names;
   uint64_t budget;  // total bytes the tensors may expand to (views with zero strides repeat storage bytes)
 
   void walk(const Obj* o, const std::string& name, int depth) {
@@ -404,8 +409,7 @@ struct Walker {
   }
 
   void tensor(const Obj* t, const std::string& name) {
-    for (const HostTensor& h : out)
-      if (h.name == name) throw bad(fmt::format("two tensors are named '{}'", name));
+    if (!names.insert(name).second) throw bad(fmt::format("two tensors are named '{}'", name));
     const Obj* s = t->base;
     uint64_t item = s->storage.dtype.itemsize(), numel = s->i;  // i: the storage's element count
     if (t->offset < 0) throw bad(fmt::format("tensor '{}': negative storage offset {}", name, t->offset));
@@ -483,7 +487,7 @@ std::vector<HostTensor> parse_host(Bytes f) {
     s->s.assign(reinterpret_cast<const char*>(b.data()), b.size());
     s->i = static_cast<int64_t>(b.size() / item);
   }
-  Walker w{{}, f.size() * 16 + (uint64_t{1} << 20)};
+  Walker w{{}, {}, f.size() * 16 + (uint64_t{1} << 20)};
   w.walk(root, "", 0);
   return w.out;
 }

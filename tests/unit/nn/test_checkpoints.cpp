@@ -152,6 +152,11 @@ BOOST_AUTO_TEST_CASE(torch_handmade_tensor_loads) {  // the builder the malforme
   StateDict sd = torch(pkl_zip(tensor_pkl(1, {2, 1}, {1, 1}), four));
   BOOST_TEST(to_ints(sd.at("w").shape()) == (std::vector<int64_t>{2, 1}));
   BOOST_TEST(sd.at("w").to_vector<float>() == (std::vector<float>{2, 3}));
+  for (const std::string& one : {std::string("K\x01"), std::string("M\x01\x00", 3), std::string("J\x01\x00\x00\x00", 5)}) {
+    std::string p = tensor_pkl(1, {2, 1}, {1, 1});  // the offset as BININT1, BININT2 and BININT
+    p.replace(p.find("tQ") + 2, L(1).size(), one);
+    BOOST_TEST(torch(pkl_zip(p, four)).at("w").to_vector<float>() == (std::vector<float>{2, 3}));
+  }
   auto bad_tensor = [&](int64_t off, std::vector<int64_t> size, std::vector<int64_t> stride, std::string part) {
     fails([&] { torch(pkl_zip(tensor_pkl(off, size, stride), four)); }, "[torch_load]", part);
   };
