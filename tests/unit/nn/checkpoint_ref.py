@@ -136,3 +136,7 @@ with zipfile.ZipFile(os.path.join(out, "dtypes.pt")) as src, \
 if len(sys.argv) > 2:
     with open(sys.argv[2], "w") as f:
         f.write("done\n")
+
+# a Linear(3, 2) for loading into a model
+lin = torch.nn.Linear(3, 2)
+torch.save(lin.state_dict(), os.path.join(out, "linear.pt"))

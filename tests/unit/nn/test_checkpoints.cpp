@@ -16,6 +16,8 @@
 #include "base/error.hpp"
 #include "nn/checkpoint_fuzz.hpp"
 #include "nn/gguf.hpp"
+#include "nn/layers.hpp"
+#include "nn/module.hpp"
 #include "nn/safetensors.hpp"
 #include "nn/torch_load.hpp"
 #include "tensor/tensor.hpp"
@@ -138,6 +140,23 @@ BOOST_AUTO_TEST_CASE(torch_views_strides_offsets_shared_storages_nesting) {
 BOOST_AUTO_TEST_CASE(torch_model_state_dict_and_parameters) {
   same(nn::torch_load(ref("model.pt")), nn::safe_load(ref("model.expect.safetensors")));
   same(nn::torch_load(ref("param.pt")), nn::safe_load(ref("param.expect.safetensors")));
+}
+
+BOOST_AUTO_TEST_CASE(torch_loads_into_a_model_all_or_nothing) {
+  nn::Linear lin(3, 2);
+  std::vector<float> w0 = lin.weight.to_vector<float>(), b0 = lin.bias.to_vector<float>();
+  Bytes good = read(ref("linear.pt"));
+  for (size_t n : {good.size() / 2, good.size() - 30, good.size() - 1}) {
+    Bytes cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
+    fails([&] { nn::load_state_dict(lin, torch(cut)); }, "[torch_load]", "");
+    BOOST_TEST(lin.weight.to_vector<float>() == w0);
+    BOOST_TEST(lin.bias.to_vector<float>() == b0);
+  }
+  StateDict sd = torch(good);
+  nn::load_state_dict(lin, sd);
+  BOOST_TEST(lin.weight.to_vector<float>() == sd.at("weight").to_vector<float>());
+  BOOST_TEST(lin.bias.to_vector<float>() == sd.at("bias").to_vector<float>());
+  BOOST_TEST(lin.weight.to_vector<float>() != w0);
 }
 
 BOOST_AUTO_TEST_CASE(torch_refuses_unknown_globals) {
