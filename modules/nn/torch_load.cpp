@@ -89,7 +89,7 @@ std::vector<ZipEntry> read_zip(Bytes f) {
                             e.name, e.method));
     if (e.method == 0 && e.csize != e.usize)
       throw bad(fmt::format("zip entry '{}': stored entry has sizes {} and {}", e.name, e.csize, e.usize));
-    // deflate expands at most ~1032x: a larger claimed size is a lie, checked before any allocation
+    // deflate expands at most ~1032x: a larger claimed size is a lie
     if (e.method == 8 && e.usize > e.csize * 1032 + 64)
       throw bad(fmt::format("zip entry '{}': claims {} bytes from {} compressed", e.name, e.usize, e.csize));
     e.offset = data;
@@ -98,21 +98,28 @@ std::vector<ZipEntry> read_zip(Bytes f) {
   return out;
 }
 
-// An entry's bytes: a view into the file when stored, inflated into keep when deflated.
+// An entry's bytes: a view into the file when stored, inflated into keep when deflated. keep grows with the
+// bytes actually inflated (not to the size the header claims), and must end at exactly that size.
 Bytes entry_bytes(Bytes f, const ZipEntry& e, std::vector<std::byte>& keep) {
   Bytes raw = f.subspan(e.offset, e.csize);
   if (e.method == 0) return raw;
-  keep.assign(e.usize, std::byte{0});
+  keep.clear();
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw bad("zlib could not start inflating");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(raw.data()));
   z.avail_in = static_cast<uInt>(raw.size());
-  z.next_out = reinterpret_cast<Bytef*>(keep.data());
-  z.avail_out = static_cast<uInt>(keep.size());
-  int rc = inflate(&z, Z_FINISH);
-  uint64_t got = z.total_out;
+  int rc = Z_OK;
+  while (rc == Z_OK && keep.size() <= e.usize) {
+    size_t have = keep.size(), step = std::min<uint64_t>(e.usize - have + 1, uint64_t{1} << 20);
+    keep.resize(have + step);
+    z.next_out = reinterpret_cast<Bytef*>(keep.data() + have);
+    z.avail_out = static_cast<uInt>(step);
+    rc = inflate(&z, Z_NO_FLUSH);
+    keep.resize(have + step - z.avail_out);
+    if (rc == Z_BUF_ERROR) break;  // no progress: the input ran out before the stream ended
+  }
   inflateEnd(&z);
-  if (rc != Z_STREAM_END || got != e.usize)
+  if (rc != Z_STREAM_END || keep.size() != e.usize)
     throw bad(fmt::format("zip entry '{}': deflate data is corrupt or does not hold {} bytes", e.name, e.usize));
   return keep;
 }
