@@ -44,7 +44,8 @@ class Reader {
   uint64_t at() const { return at_; }
   Bytes take(uint64_t n, std::string_view what) {
     if (n > left())
-      throw bad(fmt::format("{} needs {} bytes at byte {} but the file has only {} left", what, n, at_, left()));
+      throw bad(
+          fmt::format("{} needs {} bytes at byte {} but the file has only {} left", what, n, at_, left()));
     Bytes r = b_.subspan(at_, n);
     at_ += n;
     return r;
@@ -68,11 +69,24 @@ class Reader {
 
 uint64_t min_size(T t) {
   switch (t) {
-    case T::UINT8: case T::INT8: case T::BOOL: return 1;
-    case T::UINT16: case T::INT16: return 2;
-    case T::UINT32: case T::INT32: case T::FLOAT32: return 4;
-    case T::UINT64: case T::INT64: case T::FLOAT64: case T::STRING: return 8;
-    case T::ARRAY: return 12;
+    case T::UINT8:
+    case T::INT8:
+    case T::BOOL:
+      return 1;
+    case T::UINT16:
+    case T::INT16:
+      return 2;
+    case T::UINT32:
+    case T::INT32:
+    case T::FLOAT32:
+      return 4;
+    case T::UINT64:
+    case T::INT64:
+    case T::FLOAT64:
+    case T::STRING:
+      return 8;
+    case T::ARRAY:
+      return 12;
   }
   return 1;
 }
@@ -81,36 +95,61 @@ GGUFValue value(Reader& r, T type, const std::string& key, int depth) {
   GGUFValue v;
   v.type = type;
   switch (type) {
-    case T::UINT8: v.u = r.get<uint8_t>(key); break;
-    case T::INT8: v.i = r.get<int8_t>(key); break;
-    case T::UINT16: v.u = r.get<uint16_t>(key); break;
-    case T::INT16: v.i = r.get<int16_t>(key); break;
-    case T::UINT32: v.u = r.get<uint32_t>(key); break;
-    case T::INT32: v.i = r.get<int32_t>(key); break;
-    case T::UINT64: v.u = r.get<uint64_t>(key); break;
-    case T::INT64: v.i = r.get<int64_t>(key); break;
-    case T::FLOAT32: v.f = r.get<float>(key); break;
-    case T::FLOAT64: v.f = r.get<double>(key); break;
+    case T::UINT8:
+      v.u = r.get<uint8_t>(key);
+      break;
+    case T::INT8:
+      v.i = r.get<int8_t>(key);
+      break;
+    case T::UINT16:
+      v.u = r.get<uint16_t>(key);
+      break;
+    case T::INT16:
+      v.i = r.get<int16_t>(key);
+      break;
+    case T::UINT32:
+      v.u = r.get<uint32_t>(key);
+      break;
+    case T::INT32:
+      v.i = r.get<int32_t>(key);
+      break;
+    case T::UINT64:
+      v.u = r.get<uint64_t>(key);
+      break;
+    case T::INT64:
+      v.i = r.get<int64_t>(key);
+      break;
+    case T::FLOAT32:
+      v.f = r.get<float>(key);
+      break;
+    case T::FLOAT64:
+      v.f = r.get<double>(key);
+      break;
     case T::BOOL: {
       uint8_t b = r.get<uint8_t>(key);
       if (b > 1) throw bad(fmt::format("key '{}': bool value {} is not 0 or 1", key, b));
       v.u = b;
       break;
     }
-    case T::STRING: v.s = r.str(key); break;
+    case T::STRING:
+      v.s = r.str(key);
+      break;
     case T::ARRAY: {
-      if (depth >= kMaxArrayDepth) throw bad(fmt::format("key '{}': arrays nest deeper than {}", key, kMaxArrayDepth));
+      if (depth >= kMaxArrayDepth)
+        throw bad(fmt::format("key '{}': arrays nest deeper than {}", key, kMaxArrayDepth));
       uint32_t et = r.get<uint32_t>(key);
       if (et > 12) throw bad(fmt::format("key '{}': unknown array item type {}", key, et));
       v.array_type = static_cast<T>(et);
       uint64_t n = r.get<uint64_t>(key);
       if (n > r.left() / min_size(v.array_type))
-        throw bad(fmt::format("key '{}': array of {} items does not fit in the {} bytes left", key, n, r.left()));
+        throw bad(
+            fmt::format("key '{}': array of {} items does not fit in the {} bytes left", key, n, r.left()));
       v.array.reserve(n);
       for (uint64_t k = 0; k < n; ++k) v.array.push_back(value(r, v.array_type, key, depth + 1));
       break;
     }
-    default: throw bad(fmt::format("key '{}': unknown value type {}", key, static_cast<uint32_t>(type)));
+    default:
+      throw bad(fmt::format("key '{}': unknown value type {}", key, static_cast<uint32_t>(type)));
   }
   return v;
 }
@@ -122,10 +161,12 @@ struct Kind {
   uint64_t block, bytes;  // elements per block, bytes per block
 };
 constexpr Kind kKinds[] = {
-    {0, "F32", dtypes::float32, 1, 4},   {1, "F16", dtypes::float16, 1, 2},    {2, "Q4_0", dtypes::float32, 32, 18},
-    {8, "Q8_0", dtypes::float32, 32, 34}, {14, "Q6_K", dtypes::float32, 256, 210}, {24, "I8", dtypes::int8, 1, 1},
-    {25, "I16", dtypes::int16, 1, 2},     {26, "I32", dtypes::int32, 1, 4},     {27, "I64", dtypes::int64, 1, 8},
-    {28, "F64", dtypes::float64, 1, 8},   {30, "BF16", dtypes::bfloat16, 1, 2},
+    {0, "F32", dtypes::float32, 1, 4},       {1, "F16", dtypes::float16, 1, 2},
+    {2, "Q4_0", dtypes::float32, 32, 18},    {8, "Q8_0", dtypes::float32, 32, 34},
+    {14, "Q6_K", dtypes::float32, 256, 210}, {24, "I8", dtypes::int8, 1, 1},
+    {25, "I16", dtypes::int16, 1, 2},        {26, "I32", dtypes::int32, 1, 4},
+    {27, "I64", dtypes::int64, 1, 8},        {28, "F64", dtypes::float64, 1, 8},
+    {30, "BF16", dtypes::bfloat16, 1, 2},
 };
 
 struct Info {
@@ -213,7 +254,8 @@ Parsed parse_host(Bytes f) {
       throw bad("general.alignment must be a uint32 power of two");
     align = it->second.u;
   }
-  if (n_tensors > r.left() / 24) throw bad(fmt::format("tensor count {} does not fit in the file", n_tensors));
+  if (n_tensors > r.left() / 24)
+    throw bad(fmt::format("tensor count {} does not fit in the file", n_tensors));
   std::vector<Info> infos;
   std::set<std::string> names;
   for (uint64_t k = 0; k < n_tensors; ++k) {
@@ -239,10 +281,12 @@ Parsed parse_host(Bytes f) {
     if (nd > 0 && ne[0] % t.kind->block)
       throw bad(fmt::format("tensor '{}': {} rows of {} elements are not whole {} blocks of {}", t.name,
                             t.count / std::max<uint64_t>(ne[0], 1), ne[0], t.kind->name, t.kind->block));
-    if (nd == 0 && t.kind->block != 1) throw bad(fmt::format("tensor '{}': a scalar cannot be {}", t.name, t.kind->name));
+    if (nd == 0 && t.kind->block != 1)
+      throw bad(fmt::format("tensor '{}': a scalar cannot be {}", t.name, t.kind->name));
     t.nbytes = t.count / t.kind->block * t.kind->bytes;
     t.offset = r.get<uint64_t>(t.name);
-    if (t.offset % align) throw bad(fmt::format("tensor '{}': offset {} is not a multiple of {}", t.name, t.offset, align));
+    if (t.offset % align)
+      throw bad(fmt::format("tensor '{}': offset {} is not a multiple of {}", t.name, t.offset, align));
     infos.push_back(std::move(t));
   }
   uint64_t start = (r.at() + align - 1) / align * align;
@@ -251,8 +295,8 @@ Parsed parse_host(Bytes f) {
   std::vector<const Info*> order;
   for (const Info& t : infos) {
     if (t.offset > data_size || t.nbytes > data_size - t.offset)
-      throw bad(fmt::format("tensor '{}': {} bytes at offset {} run past the end of the data ({} bytes)", t.name,
-                            t.nbytes, t.offset, data_size));
+      throw bad(fmt::format("tensor '{}': {} bytes at offset {} run past the end of the data ({} bytes)",
+                            t.name, t.nbytes, t.offset, data_size));
     order.push_back(&t);
   }
   std::sort(order.begin(), order.end(), [](const Info* a, const Info* b) { return a->offset < b->offset; });
@@ -262,8 +306,10 @@ Parsed parse_host(Bytes f) {
   for (const Info& t : infos) {
     Bytes src = f.subspan(start + t.offset, t.nbytes);
     HostTensor h{t.name, t.kind->out, t.shape, {}};
-    if (t.kind->block == 1) h.bytes.assign(src.begin(), src.end());
-    else h.bytes = dequantize(t, src);
+    if (t.kind->block == 1)
+      h.bytes.assign(src.begin(), src.end());
+    else
+      h.bytes = dequantize(t, src);
     out.tensors.push_back(std::move(h));
   }
   return out;

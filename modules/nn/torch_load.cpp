@@ -75,7 +75,8 @@ std::vector<ZipEntry> read_zip(Bytes f) {
     e.usize = load_le<uint32_t>(f, at + 24);
     uint64_t nlen = load_le<uint16_t>(f, at + 28), xlen = load_le<uint16_t>(f, at + 30),
              clen = load_le<uint16_t>(f, at + 32), local = load_le<uint32_t>(f, at + 42);
-    if (end - at - 46 < nlen + xlen + clen) throw bad(fmt::format("zip central directory entry {} is cut short", k));
+    if (end - at - 46 < nlen + xlen + clen)
+      throw bad(fmt::format("zip central directory entry {} is cut short", k));
     e.name.assign(reinterpret_cast<const char*>(f.data() + at + 46), nlen);
     at += 46 + nlen + xlen + clen;
     if (local > f.size() || f.size() - local < 30 || load_le<uint32_t>(f, local) != 0x04034b50)
@@ -85,8 +86,9 @@ std::vector<ZipEntry> read_zip(Bytes f) {
       throw bad(fmt::format("zip entry '{}': {} bytes at {} run past the end of the file ({} bytes)", e.name,
                             e.csize, data, f.size()));
     if (e.method != 0 && e.method != 8)
-      throw bad(fmt::format("zip entry '{}': compression method {} is not supported (only stored and deflate)",
-                            e.name, e.method));
+      throw bad(
+          fmt::format("zip entry '{}': compression method {} is not supported (only stored and deflate)",
+                      e.name, e.method));
     if (e.method == 0 && e.csize != e.usize)
       throw bad(fmt::format("zip entry '{}': stored entry has sizes {} and {}", e.name, e.csize, e.usize));
     // deflate expands at most ~1032x: a larger claimed size is a lie
@@ -120,7 +122,8 @@ Bytes entry_bytes(Bytes f, const ZipEntry& e, std::vector<std::byte>& keep) {
   }
   inflateEnd(&z);
   if (rc != Z_STREAM_END || keep.size() != e.usize)
-    throw bad(fmt::format("zip entry '{}': deflate data is corrupt or does not hold {} bytes", e.name, e.usize));
+    throw bad(
+        fmt::format("zip entry '{}': deflate data is corrupt or does not hold {} bytes", e.name, e.usize));
   return keep;
 }
 
@@ -147,10 +150,11 @@ constexpr int kMaxDepth = 200;
 
 std::optional<DType> storage_dtype(std::string_view name) {
   static const std::pair<std::string_view, DType> kinds[] = {
-      {"FloatStorage", dtypes::float32}, {"DoubleStorage", dtypes::float64}, {"HalfStorage", dtypes::float16},
-      {"BFloat16Storage", dtypes::bfloat16}, {"LongStorage", dtypes::int64}, {"IntStorage", dtypes::int32},
-      {"ShortStorage", dtypes::int16}, {"CharStorage", dtypes::int8}, {"ByteStorage", dtypes::uint8},
-      {"BoolStorage", dtypes::bool_}};
+      {"FloatStorage", dtypes::float32}, {"DoubleStorage", dtypes::float64},
+      {"HalfStorage", dtypes::float16},  {"BFloat16Storage", dtypes::bfloat16},
+      {"LongStorage", dtypes::int64},    {"IntStorage", dtypes::int32},
+      {"ShortStorage", dtypes::int16},   {"CharStorage", dtypes::int8},
+      {"ByteStorage", dtypes::uint8},    {"BoolStorage", dtypes::bool_}};
   for (const auto& [n, d] : kinds)
     if (n == name) return d;
   return std::nullopt;
@@ -164,18 +168,37 @@ class Unpickler {
     while (true) {
       uint8_t op = u8();
       switch (op) {
-        case 0x80: u8(); break;             // PROTO
-        case 0x95: take(8); break;          // FRAME
-        case '.': {                         // STOP
+        case 0x80:
+          u8();
+          break;  // PROTO
+        case 0x95:
+          take(8);
+          break;     // FRAME
+        case '.': {  // STOP
           if (stack_.size() != 1) throw bad("pickle stops with a malformed stack");
           return stack_.back();
         }
-        case '(': push(make(Obj::MARK)); break;
-        case '}': push(make(Obj::DICT)); break;
-        case ']': push(make(Obj::LIST)); break;
-        case ')': push(make(Obj::TUPLE)); break;
-        case 't': { Obj* t = make(Obj::TUPLE); t->items = pop_mark(); push(t); break; }
-        case 0x85: case 0x86: case 0x87: {
+        case '(':
+          push(make(Obj::MARK));
+          break;
+        case '}':
+          push(make(Obj::DICT));
+          break;
+        case ']':
+          push(make(Obj::LIST));
+          break;
+        case ')':
+          push(make(Obj::TUPLE));
+          break;
+        case 't': {
+          Obj* t = make(Obj::TUPLE);
+          t->items = pop_mark();
+          push(t);
+          break;
+        }
+        case 0x85:
+        case 0x86:
+        case 0x87: {
           Obj* t = make(Obj::TUPLE);
           size_t n = op - 0x84u;
           t->items.resize(n);
@@ -183,14 +206,39 @@ class Unpickler {
           push(t);
           break;
         }
-        case 'q': memo(u8()); break;
-        case 'r': memo(u32()); break;
-        case 0x94: memo(memo_.size()); break;
-        case 'h': push(get(u8())); break;
-        case 'j': push(get(u32())); break;
-        case 'J': { Obj* o = make(Obj::INT); o->i = static_cast<int32_t>(u32()); push(o); break; }
-        case 'K': { Obj* o = make(Obj::INT); o->i = u8(); push(o); break; }
-        case 'M': { Obj* o = make(Obj::INT); o->i = load_le<uint16_t>(take(2), 0); push(o); break; }
+        case 'q':
+          memo(u8());
+          break;
+        case 'r':
+          memo(u32());
+          break;
+        case 0x94:
+          memo(memo_.size());
+          break;
+        case 'h':
+          push(get(u8()));
+          break;
+        case 'j':
+          push(get(u32()));
+          break;
+        case 'J': {
+          Obj* o = make(Obj::INT);
+          o->i = static_cast<int32_t>(u32());
+          push(o);
+          break;
+        }
+        case 'K': {
+          Obj* o = make(Obj::INT);
+          o->i = u8();
+          push(o);
+          break;
+        }
+        case 'M': {
+          Obj* o = make(Obj::INT);
+          o->i = load_le<uint16_t>(take(2), 0);
+          push(o);
+          break;
+        }
         case 0x8a: {  // LONG1
           size_t n = u8();
           if (n > 8) throw bad(fmt::format("pickle integer of {} bytes is too large", n));
@@ -211,13 +259,31 @@ class Unpickler {
           push(o);
           break;
         }
-        case 'X': str(u32()); break;
-        case 0x8c: str(u8()); break;
-        case 0x8d: str(u64()); break;
-        case 'T': str(u32()); break;
-        case 'U': str(u8()); break;
-        case 'N': push(make(Obj::NONE)); break;
-        case 0x88: case 0x89: { Obj* o = make(Obj::BOOL); o->i = op == 0x88; push(o); break; }
+        case 'X':
+          str(u32());
+          break;
+        case 0x8c:
+          str(u8());
+          break;
+        case 0x8d:
+          str(u64());
+          break;
+        case 'T':
+          str(u32());
+          break;
+        case 'U':
+          str(u8());
+          break;
+        case 'N':
+          push(make(Obj::NONE));
+          break;
+        case 0x88:
+        case 0x89: {
+          Obj* o = make(Obj::BOOL);
+          o->i = op == 0x88;
+          push(o);
+          break;
+        }
         case 'c': {
           std::string mod = line(), name = line();
           push(global(mod, name));
@@ -230,18 +296,57 @@ class Unpickler {
           push(global(mod->s, name->s));
           break;
         }
-        case 's': { Obj* v = pop(); Obj* k = pop(); add_items(top(), {k, v}); break; }
-        case 'u': { std::vector<Obj*> kv = pop_mark(); add_items(top(), kv); break; }
-        case 'a': { Obj* v = pop(); append(top(), {v}); break; }
-        case 'e': { std::vector<Obj*> v = pop_mark(); append(top(), v); break; }
-        case '0': pop(); break;
-        case '1': pop_mark(); break;
-        case '2': push(top()); break;
-        case 'b': pop(); top(); break;  // BUILD: an OrderedDict's __dict__ (state_dict's _metadata) is dropped
-        case 'Q': push(persistent(pop())); break;
-        case 'R': { Obj* args = pop(); Obj* fn = pop(); push(reduce(fn, args)); break; }
-        case 0x81: { Obj* args = pop(); Obj* cls = pop(); push(reduce(cls, args)); break; }  // NEWOBJ
-        default: throw bad(fmt::format("pickle opcode 0x{:02x} at byte {} is not supported", op, at_ - 1));
+        case 's': {
+          Obj* v = pop();
+          Obj* k = pop();
+          add_items(top(), {k, v});
+          break;
+        }
+        case 'u': {
+          std::vector<Obj*> kv = pop_mark();
+          add_items(top(), kv);
+          break;
+        }
+        case 'a': {
+          Obj* v = pop();
+          append(top(), {v});
+          break;
+        }
+        case 'e': {
+          std::vector<Obj*> v = pop_mark();
+          append(top(), v);
+          break;
+        }
+        case '0':
+          pop();
+          break;
+        case '1':
+          pop_mark();
+          break;
+        case '2':
+          push(top());
+          break;
+        case 'b':
+          pop();
+          top();
+          break;  // BUILD: an OrderedDict's __dict__ (state_dict's _metadata) is dropped
+        case 'Q':
+          push(persistent(pop()));
+          break;
+        case 'R': {
+          Obj* args = pop();
+          Obj* fn = pop();
+          push(reduce(fn, args));
+          break;
+        }
+        case 0x81: {
+          Obj* args = pop();
+          Obj* cls = pop();
+          push(reduce(cls, args));
+          break;
+        }  // NEWOBJ
+        default:
+          throw bad(fmt::format("pickle opcode 0x{:02x} at byte {} is not supported", op, at_ - 1));
       }
     }
   }
@@ -249,7 +354,8 @@ class Unpickler {
 
  private:
   Bytes take(uint64_t n) {
-    if (n > p_.size() - at_) throw bad(fmt::format("pickle is cut short at byte {} (needs {} more bytes)", at_, n));
+    if (n > p_.size() - at_)
+      throw bad(fmt::format("pickle is cut short at byte {} (needs {} more bytes)", at_, n));
     Bytes b = p_.subspan(at_, n);
     at_ += n;
     return b;
@@ -279,7 +385,8 @@ class Unpickler {
   }
   void push(Obj* o) { stack_.push_back(o); }
   Obj* top() {
-    if (stack_.empty() || stack_.back()->kind == Obj::MARK) throw bad(fmt::format("pickle stack underflow at byte {}", at_));
+    if (stack_.empty() || stack_.back()->kind == Obj::MARK)
+      throw bad(fmt::format("pickle stack underflow at byte {}", at_));
     return stack_.back();
   }
   Obj* pop() {
@@ -300,7 +407,8 @@ class Unpickler {
     memo_[k] = top();
   }
   Obj* get(uint64_t k) {
-    if (k >= memo_.size() || !memo_[k]) throw bad(fmt::format("pickle reads memo {} that was never stored", k));
+    if (k >= memo_.size() || !memo_[k])
+      throw bad(fmt::format("pickle reads memo {} that was never stored", k));
     return memo_[k];
   }
   void add_items(Obj* d, const std::vector<Obj*>& kv) {
@@ -317,7 +425,8 @@ class Unpickler {
                  full == "torch._utils._rebuild_tensor" || full == "torch._utils._rebuild_parameter" ||
                  (mod == "torch" && storage_dtype(name));
     if (!known)
-      throw bad(fmt::format("refusing pickle global '{}': only tensors, storages and containers are loaded", full));
+      throw bad(
+          fmt::format("refusing pickle global '{}': only tensors, storages and containers are loaded", full));
     Obj* g = make(Obj::GLOBAL);
     g->s = full;
     return g;
@@ -333,7 +442,8 @@ class Unpickler {
   }
   Obj* persistent(Obj* pid) {  // ('storage', torch.XStorage, key, location, numel)
     if (pid->kind != Obj::TUPLE || pid->items.size() < 5 || pid->items[0]->kind != Obj::STR ||
-        pid->items[0]->s != "storage" || pid->items[1]->kind != Obj::GLOBAL || pid->items[2]->kind != Obj::STR)
+        pid->items[0]->s != "storage" || pid->items[1]->kind != Obj::GLOBAL ||
+        pid->items[2]->kind != Obj::STR)
       throw bad("persistent id is not ('storage', type, key, location, size)");
     std::optional<DType> d = storage_dtype(pid->items[1]->s.substr(pid->items[1]->s.rfind('.') + 1));
     if (!d) throw bad(fmt::format("'{}' is not a storage type", pid->items[1]->s));
@@ -401,17 +511,29 @@ struct Walker {
       case Obj::DICT:
         for (size_t k = 0; k < o->items.size(); k += 2) {
           const Obj* key = o->items[k];
-          std::string ks = key->kind == Obj::STR ? key->s : key->kind == Obj::INT ? std::to_string(key->i) : "";
-          if (key->kind != Obj::STR && key->kind != Obj::INT) throw bad("dict key is not a string or an integer");
+          std::string ks = key->kind == Obj::STR   ? key->s
+                           : key->kind == Obj::INT ? std::to_string(key->i)
+                                                   : "";
+          if (key->kind != Obj::STR && key->kind != Obj::INT)
+            throw bad("dict key is not a string or an integer");
           walk(o->items[k + 1], child(ks), depth + 1);
         }
         break;
-      case Obj::LIST: case Obj::TUPLE:
+      case Obj::LIST:
+      case Obj::TUPLE:
         for (size_t k = 0; k < o->items.size(); ++k) walk(o->items[k], child(std::to_string(k)), depth + 1);
         break;
-      case Obj::TENSOR: tensor(o, name); break;
-      case Obj::NONE: case Obj::BOOL: case Obj::INT: case Obj::FLOAT: case Obj::STR: break;
-      default: throw bad(fmt::format("'{}' holds a value that is not a tensor or container", name));
+      case Obj::TENSOR:
+        tensor(o, name);
+        break;
+      case Obj::NONE:
+      case Obj::BOOL:
+      case Obj::INT:
+      case Obj::FLOAT:
+      case Obj::STR:
+        break;
+      default:
+        throw bad(fmt::format("'{}' holds a value that is not a tensor or container", name));
     }
   }
 
@@ -430,7 +552,8 @@ struct Walker {
       uint64_t n = t->size[d], st = t->stride[d];
       if (count > budget / n) throw bad(fmt::format("tensor '{}': shape is too large for the file", name));
       count *= n;
-      if (st != 0 && n - 1 > (UINT64_MAX - last) / st) throw bad(fmt::format("tensor '{}': strides overflow", name));
+      if (st != 0 && n - 1 > (UINT64_MAX - last) / st)
+        throw bad(fmt::format("tensor '{}': strides overflow", name));
       last += (n - 1) * st;
     }
     if (count && last >= numel)
@@ -504,7 +627,8 @@ std::vector<HostTensor> parse_host(Bytes f) {
 StateDict torch_parse(std::span<const std::byte> data, std::string_view device) {
   std::vector<HostTensor> host = parse_host(data);
   StateDict out;
-  for (const HostTensor& h : host) out.emplace(h.name, detail::tensor_from_bytes(h.bytes, h.dtype, h.shape, device));
+  for (const HostTensor& h : host)
+    out.emplace(h.name, detail::tensor_from_bytes(h.bytes, h.dtype, h.shape, device));
   return out;
 }
 

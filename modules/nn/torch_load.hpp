@@ -1,7 +1,7 @@
 #pragma once
-// PyTorch checkpoints (.pt/.pth written by torch.save): a zip archive holding data.pkl, a pickle of containers
-// and tensors, and one entry per storage. The pickle is interpreted, never executed: only the globals that
-// rebuild tensors, storages and OrderedDicts are known, any other is refused by name.
+// PyTorch checkpoints (.pt/.pth written by torch.save): a zip archive holding data.pkl, a pickle of
+// containers and tensors, and one entry per storage. The pickle is interpreted, never executed: only the
+// globals that rebuild tensors, storages and OrderedDicts are known, any other is refused by name.
 #include <cstddef>
 #include <filesystem>
 #include <span>

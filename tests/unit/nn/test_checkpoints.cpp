@@ -77,7 +77,9 @@ void put(Bytes& b, const void* p, size_t n) {
   b.insert(b.end(), c, c + n);
 }
 template <class V>
-void put(Bytes& b, V v) { put(b, &v, sizeof v); }
+void put(Bytes& b, V v) {
+  put(b, &v, sizeof v);
+}
 void put_str(Bytes& b, std::string_view s) { put(b, s.data(), s.size()); }
 
 // A zip of stored entries (no CRCs: the reader does not check them).
@@ -85,21 +87,46 @@ Bytes zip(const std::vector<std::pair<std::string, std::string>>& entries) {
   Bytes out, cd;
   for (const auto& [name, data] : entries) {
     uint32_t local = static_cast<uint32_t>(out.size()), size = static_cast<uint32_t>(data.size());
-    put<uint32_t>(out, 0x04034b50); put<uint16_t>(out, 20); put<uint16_t>(out, 0); put<uint16_t>(out, 0);
-    put<uint32_t>(out, 0); put<uint32_t>(out, 0); put<uint32_t>(out, size); put<uint32_t>(out, size);
-    put<uint16_t>(out, static_cast<uint16_t>(name.size())); put<uint16_t>(out, 0);
-    put_str(out, name); put_str(out, data);
-    put<uint32_t>(cd, 0x02014b50); put<uint16_t>(cd, 20); put<uint16_t>(cd, 20); put<uint16_t>(cd, 0);
-    put<uint16_t>(cd, 0); put<uint32_t>(cd, 0); put<uint32_t>(cd, 0); put<uint32_t>(cd, size);
-    put<uint32_t>(cd, size); put<uint16_t>(cd, static_cast<uint16_t>(name.size())); put<uint16_t>(cd, 0);
-    put<uint16_t>(cd, 0); put<uint16_t>(cd, 0); put<uint16_t>(cd, 0); put<uint32_t>(cd, 0); put<uint32_t>(cd, local);
+    put<uint32_t>(out, 0x04034b50);
+    put<uint16_t>(out, 20);
+    put<uint16_t>(out, 0);
+    put<uint16_t>(out, 0);
+    put<uint32_t>(out, 0);
+    put<uint32_t>(out, 0);
+    put<uint32_t>(out, size);
+    put<uint32_t>(out, size);
+    put<uint16_t>(out, static_cast<uint16_t>(name.size()));
+    put<uint16_t>(out, 0);
+    put_str(out, name);
+    put_str(out, data);
+    put<uint32_t>(cd, 0x02014b50);
+    put<uint16_t>(cd, 20);
+    put<uint16_t>(cd, 20);
+    put<uint16_t>(cd, 0);
+    put<uint16_t>(cd, 0);
+    put<uint32_t>(cd, 0);
+    put<uint32_t>(cd, 0);
+    put<uint32_t>(cd, size);
+    put<uint32_t>(cd, size);
+    put<uint16_t>(cd, static_cast<uint16_t>(name.size()));
+    put<uint16_t>(cd, 0);
+    put<uint16_t>(cd, 0);
+    put<uint16_t>(cd, 0);
+    put<uint16_t>(cd, 0);
+    put<uint32_t>(cd, 0);
+    put<uint32_t>(cd, local);
     put_str(cd, name);
   }
   uint32_t cd_off = static_cast<uint32_t>(out.size());
   out.insert(out.end(), cd.begin(), cd.end());
-  put<uint32_t>(out, 0x06054b50); put<uint16_t>(out, 0); put<uint16_t>(out, 0);
-  put<uint16_t>(out, static_cast<uint16_t>(entries.size())); put<uint16_t>(out, static_cast<uint16_t>(entries.size()));
-  put<uint32_t>(out, static_cast<uint32_t>(cd.size())); put<uint32_t>(out, cd_off); put<uint16_t>(out, 0);
+  put<uint32_t>(out, 0x06054b50);
+  put<uint16_t>(out, 0);
+  put<uint16_t>(out, 0);
+  put<uint16_t>(out, static_cast<uint16_t>(entries.size()));
+  put<uint16_t>(out, static_cast<uint16_t>(entries.size()));
+  put<uint32_t>(out, static_cast<uint32_t>(cd.size()));
+  put<uint32_t>(out, cd_off);
+  put<uint16_t>(out, 0);
   return out;
 }
 
@@ -119,8 +146,10 @@ std::string tup(const std::vector<int64_t>& v) {
 }
 // pickle of {'w': _rebuild_tensor_v2(storage '0' (FloatStorage of 4), offset, size, stride, False, None)}
 std::string tensor_pkl(int64_t offset, const std::vector<int64_t>& size, const std::vector<int64_t>& stride) {
-  return "\x80\x02}" + X("w") + "ctorch._utils\n_rebuild_tensor_v2\n((" + X("storage") + "ctorch\nFloatStorage\n" +
-         X("0") + X("cpu") + L(4) + "tQ" + L(offset) + tup(size) + tup(stride) + "\x89" "NtRs.";
+  return "\x80\x02}" + X("w") + "ctorch._utils\n_rebuild_tensor_v2\n((" + X("storage") +
+         "ctorch\nFloatStorage\n" + X("0") + X("cpu") + L(4) + "tQ" + L(offset) + tup(size) + tup(stride) +
+         "\x89"
+         "NtRs.";
 }
 
 }  // namespace
@@ -161,7 +190,13 @@ BOOST_AUTO_TEST_CASE(torch_loads_into_a_model_all_or_nothing) {
 
 BOOST_AUTO_TEST_CASE(torch_refuses_unknown_globals) {
   fails([] { nn::torch_load(ref("evil.pt")); }, "[torch_load]", "refusing pickle global 'posix.system'");
-  fails([] { torch(pkl_zip("\x80\x02" "cbuiltins\neval\n.")); }, "[torch_load]", "'builtins.eval'");
+  fails(
+      [] {
+        torch(
+            pkl_zip("\x80\x02"
+                    "cbuiltins\neval\n."));
+      },
+      "[torch_load]", "'builtins.eval'");
 }
 
 BOOST_AUTO_TEST_CASE(torch_handmade_tensor_loads) {  // the builder the malformed cases below corrupt
@@ -171,12 +206,14 @@ BOOST_AUTO_TEST_CASE(torch_handmade_tensor_loads) {  // the builder the malforme
   StateDict sd = torch(pkl_zip(tensor_pkl(1, {2, 1}, {1, 1}), four));
   BOOST_TEST(to_ints(sd.at("w").shape()) == (std::vector<int64_t>{2, 1}));
   BOOST_TEST(sd.at("w").to_vector<float>() == (std::vector<float>{2, 3}));
-  for (const std::string& one : {std::string("K\x01"), std::string("M\x01\x00", 3), std::string("J\x01\x00\x00\x00", 5)}) {
+  for (const std::string& one :
+       {std::string("K\x01"), std::string("M\x01\x00", 3), std::string("J\x01\x00\x00\x00", 5)}) {
     std::string p = tensor_pkl(1, {2, 1}, {1, 1});  // the offset as BININT1, BININT2 and BININT
     p.replace(p.find("tQ") + 2, L(1).size(), one);
     BOOST_TEST(torch(pkl_zip(p, four)).at("w").to_vector<float>() == (std::vector<float>{2, 3}));
   }
-  auto bad_tensor = [&](int64_t off, std::vector<int64_t> size, std::vector<int64_t> stride, std::string part) {
+  auto bad_tensor = [&](int64_t off, std::vector<int64_t> size, std::vector<int64_t> stride,
+                        std::string part) {
     fails([&] { torch(pkl_zip(tensor_pkl(off, size, stride), four)); }, "[torch_load]", part);
   };
   bad_tensor(3, {2, 1}, {1, 1}, "reads element 4 of a storage of 4");
@@ -196,16 +233,54 @@ BOOST_AUTO_TEST_CASE(torch_malformed_pickles) {
   for (int k = 0; k < 100000; ++k) deep += ']';
   for (int k = 1; k < 100000; ++k) deep += 'a';
   fails([&] { torch(pkl_zip(deep + ".")); }, "[torch_load]", "deeper than");
-  fails([&] { torch(pkl_zip(std::string("\x80\x02]q\x00h\x00" "a.", 9))); }, "[torch_load]", "deeper than");  // a cycle
+  fails(
+      [&] {
+        torch(
+            pkl_zip(std::string("\x80\x02]q\x00h\x00"
+                                "a.",
+                                9)));
+      },
+      "[torch_load]", "deeper than");  // a cycle
   fails([&] { torch(pkl_zip("\x80\x02X\xff\xff\xff\xff")); }, "[torch_load]", "cut short");
-  fails([&] { torch(pkl_zip(std::string("\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\x7f", 11))); }, "[torch_load]",
-        "cut short");
-  fails([&] { torch(pkl_zip("\x80\x02" "a.")); }, "[torch_load]", "underflow");
-  fails([&] { torch(pkl_zip("\x80\x02" "h\x05.")); }, "[torch_load]", "memo 5");
-  fails([&] { torch(pkl_zip("\x80\x02" "j\xff\xff\xff\x7f.")); }, "[torch_load]", "memo");
+  fails([&] { torch(pkl_zip(std::string("\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\x7f", 11))); },
+        "[torch_load]", "cut short");
+  fails(
+      [&] {
+        torch(
+            pkl_zip("\x80\x02"
+                    "a."));
+      },
+      "[torch_load]", "underflow");
+  fails(
+      [&] {
+        torch(
+            pkl_zip("\x80\x02"
+                    "h\x05."));
+      },
+      "[torch_load]", "memo 5");
+  fails(
+      [&] {
+        torch(
+            pkl_zip("\x80\x02"
+                    "j\xff\xff\xff\x7f."));
+      },
+      "[torch_load]", "memo");
   fails([&] { torch(pkl_zip(std::string("\x80\x02r\xff\xff\xff\x7f", 7))); }, "[torch_load]", "");
-  fails([&] { torch(pkl_zip("\x80\x02" "K\x01" "K\x02.")); }, "[torch_load]", "malformed stack");
-  fails([&] { torch(pkl_zip("\x80\x02" "\xff")); }, "[torch_load]", "opcode 0xff");
+  fails(
+      [&] {
+        torch(
+            pkl_zip("\x80\x02"
+                    "K\x01"
+                    "K\x02."));
+      },
+      "[torch_load]", "malformed stack");
+  fails(
+      [&] {
+        torch(
+            pkl_zip("\x80\x02"
+                    "\xff"));
+      },
+      "[torch_load]", "opcode 0xff");
   fails([&] { torch(zip({{"archive/other", "x"}})); }, "[torch_load]", "no data.pkl");
   fails([&] { torch(Bytes(10)); }, "[torch_load]", "too short");
   fails([&] { torch(Bytes(100)); }, "[torch_load]", "end-of-central-directory");
@@ -239,15 +314,29 @@ namespace {
 struct G {
   Bytes b;
   G(uint32_t version, uint64_t n_tensors, uint64_t n_kv) {
-    put_str(b, "GGUF"); put(b, version); put(b, n_tensors); put(b, n_kv);
+    put_str(b, "GGUF");
+    put(b, version);
+    put(b, n_tensors);
+    put(b, n_kv);
   }
-  G& str(std::string_view s) { put<uint64_t>(b, s.size()); put_str(b, s); return *this; }
+  G& str(std::string_view s) {
+    put<uint64_t>(b, s.size());
+    put_str(b, s);
+    return *this;
+  }
   template <class V>
-  G& kv(std::string_view k, uint32_t type, V v) { str(k); put(b, type); put(b, v); return *this; }
+  G& kv(std::string_view k, uint32_t type, V v) {
+    str(k);
+    put(b, type);
+    put(b, v);
+    return *this;
+  }
   G& tensor(std::string_view name, std::vector<uint64_t> ne, uint32_t type, uint64_t offset) {
-    str(name); put<uint32_t>(b, static_cast<uint32_t>(ne.size()));
+    str(name);
+    put<uint32_t>(b, static_cast<uint32_t>(ne.size()));
     for (uint64_t n : ne) put(b, n);
-    put(b, type); put(b, offset);
+    put(b, type);
+    put(b, offset);
     return *this;
   }
   G& data(size_t align, size_t n) {  // pad to align, then n bytes 0, 1, 2...
@@ -298,20 +387,49 @@ BOOST_AUTO_TEST_CASE(gguf_handmade_and_malformed) {
   Bytes ok = G(3, 1, 1).kv("general.alignment", 4, uint32_t{16}).tensor("t", {4}, 24, 0).data(16, 4).b;
   BOOST_TEST(gg(ok).tensors.at("t").to_vector<int8_t>() == (std::vector<int8_t>{0, 1, 2, 3}));
   BOOST_TEST(gg(G(3, 0, 0).b).tensors.empty());
-  fails([] { Bytes b = G(3, 0, 0).b; b[0] = std::byte{'X'}; gg(b); }, "[gguf_load]", "bad magic");
+  fails(
+      [] {
+        Bytes b = G(3, 0, 0).b;
+        b[0] = std::byte{'X'};
+        gg(b);
+      },
+      "[gguf_load]", "bad magic");
   fails([] { gg(G(1, 0, 0).b); }, "[gguf_load]", "version 1");
   fails([] { gg(G(4, 0, 0).b); }, "[gguf_load]", "version 4");
   fails([] { gg(G(3, 0, uint64_t{1} << 62).b); }, "[gguf_load]", "metadata count");
   fails([] { gg(G(3, uint64_t{1} << 62, 0).b); }, "[gguf_load]", "tensor count");
   fails([] { gg(G(3, 0, 1).str("k").b); }, "[gguf_load]", "metadata count 1 does not fit");
   fails([] { gg(G(3, 0, 1).str("k").data(1, 3).b); }, "[gguf_load]", "k needs 4 bytes");
-  fails([] { G g(3, 0, 1); put<uint64_t>(g.b, uint64_t{1} << 60); gg(g.data(1, 16).b); }, "[gguf_load]",
-        "metadata key needs");
+  fails(
+      [] {
+        G g(3, 0, 1);
+        put<uint64_t>(g.b, uint64_t{1} << 60);
+        gg(g.data(1, 16).b);
+      },
+      "[gguf_load]", "metadata key needs");
   fails([] { gg(G(3, 0, 1).kv("k", 8, uint64_t{1} << 60).b); }, "[gguf_load]", "k needs");
-  fails([] { G g(3, 0, 1); g.str("k"); put<uint32_t>(g.b, 9); put<uint32_t>(g.b, 0); put<uint64_t>(g.b, uint64_t{1} << 62);
-             gg(g.b); }, "[gguf_load]", "array of");
-  fails([] { G g(3, 0, 1); g.str("k"); put<uint32_t>(g.b, 9);
-             for (int k = 0; k < 20; ++k) { put<uint32_t>(g.b, 9); put<uint64_t>(g.b, 1); } gg(g.b); }, "[gguf_load]", "nest");
+  fails(
+      [] {
+        G g(3, 0, 1);
+        g.str("k");
+        put<uint32_t>(g.b, 9);
+        put<uint32_t>(g.b, 0);
+        put<uint64_t>(g.b, uint64_t{1} << 62);
+        gg(g.b);
+      },
+      "[gguf_load]", "array of");
+  fails(
+      [] {
+        G g(3, 0, 1);
+        g.str("k");
+        put<uint32_t>(g.b, 9);
+        for (int k = 0; k < 20; ++k) {
+          put<uint32_t>(g.b, 9);
+          put<uint64_t>(g.b, 1);
+        }
+        gg(g.b);
+      },
+      "[gguf_load]", "nest");
   fails([] { gg(G(3, 0, 1).kv("k", 13, uint32_t{0}).b); }, "[gguf_load]", "unknown value type 13");
   fails([] { gg(G(3, 0, 1).kv("k", 7, uint8_t{2}).b); }, "[gguf_load]", "bool");
   fails([] { gg(G(3, 0, 2).kv("k", 0, uint8_t{1}).kv("k", 0, uint8_t{1}).b); }, "[gguf_load]", "twice");
@@ -327,8 +445,11 @@ BOOST_AUTO_TEST_CASE(gguf_handmade_and_malformed) {
   fails([] { gg(G(3, 1, 0).tensor("t", {1, 1, 1, 1, 1}, 0, 0).data(32, 4).b); }, "[gguf_load]", "5 dims");
   fails([] { gg(G(3, 1, 0).tensor("t", {4}, 99, 0).data(32, 64).b); }, "[gguf_load]", "ggml type 99");
   fails([] { gg(G(3, 1, 0).tensor("t", {16}, 2, 0).data(32, 64).b); }, "[gguf_load]", "blocks of 32");
-  fails([] { gg(G(3, 1, 0).tensor("t", {uint64_t{1} << 40, uint64_t{1} << 40}, 0, 0).data(32, 64).b); },
-        "[gguf_load]", "too large");
+  fails(
+      [] {
+        gg(G(3, 1, 0).tensor("t", {uint64_t{1} << 40, uint64_t{1} << 40}, 0, 0).data(32, 64).b);
+      },
+      "[gguf_load]", "too large");
   fails([] { gg(G(3, 1, 0).tensor("t", {uint64_t{1} << 30}, 0, 0).data(32, 64).b); }, "[gguf_load]", "");
 }
 
@@ -338,7 +459,8 @@ BOOST_AUTO_TEST_CASE(gguf_truncated_and_corrupted_files_fail_cleanly) {
     Bytes cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
     try {
       gg(cut);
-      BOOST_TEST(n + 32 > good.size(), "a cut at " << n << " loaded");  // only the last tensor's padding may go
+      BOOST_TEST(n + 32 > good.size(),
+                 "a cut at " << n << " loaded");  // only the last tensor's padding may go
     } catch (const FormatError& e) {
       BOOST_TEST(std::string(e.what()).rfind("[gguf_load]", 0) == 0);
     }
