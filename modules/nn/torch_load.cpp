@@ -3,8 +3,6 @@
 // their sizes, strides and offsets. Everything is checked on host bytes before a tensor is created.
 #include "nn/torch_load.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -21,6 +19,7 @@
 #include "nn/checkpoint_fuzz.hpp"
 #include "nn/host_bytes.hpp"
 #include "nn/host_file.hpp"
+#include "nn/zip_reader.hpp"
 
 namespace tg::nn {
 
@@ -28,6 +27,9 @@ static_assert(std::endian::native == std::endian::little, "checkpoint data is li
 
 namespace {
 
+using detail::entry_bytes;
+using detail::read_zip;
+using detail::ZipEntry;
 FormatError bad(std::string_view what) { return FormatError("torch_load", what); }
 
 using Bytes = std::span<const std::byte>;
@@ -37,94 +39,6 @@ T load_le(Bytes b, uint64_t at) {
   T v{};
   std::memcpy(&v, b.data() + at, sizeof(T));
   return v;
-}
-
-// ---- zip ----
-
-struct ZipEntry {
-  std::string name;
-  uint16_t method = 0;
-  uint64_t offset = 0, csize = 0, usize = 0;  // offset: of the data, after the local header
-};
-
-std::vector<ZipEntry> read_zip(Bytes f) {
-  constexpr uint64_t kEocd = 22;
-  if (f.size() < kEocd) throw bad(fmt::format("file is {} bytes, too short for a zip archive", f.size()));
-  uint64_t lo = f.size() > kEocd + 65535 ? f.size() - kEocd - 65535 : 0;
-  std::optional<uint64_t> eocd;
-  for (uint64_t at = f.size() - kEocd + 1; at-- > lo;)
-    if (load_le<uint32_t>(f, at) == 0x06054b50) {
-      eocd = at;
-      break;
-    }
-  if (!eocd) throw bad("no zip end-of-central-directory record (not a zip archive, or cut short)");
-  uint64_t count = load_le<uint16_t>(f, *eocd + 10);
-  uint64_t cd_size = load_le<uint32_t>(f, *eocd + 12), cd_off = load_le<uint32_t>(f, *eocd + 16);
-  if (count == 0xffff || cd_size == 0xffffffff || cd_off == 0xffffffff)
-    throw bad("zip64 archives (over 4 GiB or 65535 entries) are not supported");
-  if (cd_off > *eocd || cd_size > *eocd - cd_off)
-    throw bad(fmt::format("zip central directory [{}, +{}) lies outside the file", cd_off, cd_size));
-  std::vector<ZipEntry> out;
-  uint64_t at = cd_off, end = cd_off + cd_size;
-  for (uint64_t k = 0; k < count; ++k) {
-    if (end - at < 46 || load_le<uint32_t>(f, at) != 0x02014b50)
-      throw bad(fmt::format("zip central directory entry {} is malformed", k));
-    ZipEntry e;
-    e.method = load_le<uint16_t>(f, at + 10);
-    e.csize = load_le<uint32_t>(f, at + 20);
-    e.usize = load_le<uint32_t>(f, at + 24);
-    uint64_t nlen = load_le<uint16_t>(f, at + 28), xlen = load_le<uint16_t>(f, at + 30),
-             clen = load_le<uint16_t>(f, at + 32), local = load_le<uint32_t>(f, at + 42);
-    if (end - at - 46 < nlen + xlen + clen)
-      throw bad(fmt::format("zip central directory entry {} is cut short", k));
-    e.name.assign(reinterpret_cast<const char*>(f.data() + at + 46), nlen);
-    at += 46 + nlen + xlen + clen;
-    if (local > f.size() || f.size() - local < 30 || load_le<uint32_t>(f, local) != 0x04034b50)
-      throw bad(fmt::format("zip entry '{}': local header at {} is missing", e.name, local));
-    uint64_t data = local + 30 + load_le<uint16_t>(f, local + 26) + load_le<uint16_t>(f, local + 28);
-    if (data > f.size() || e.csize > f.size() - data)
-      throw bad(fmt::format("zip entry '{}': {} bytes at {} run past the end of the file ({} bytes)", e.name,
-                            e.csize, data, f.size()));
-    if (e.method != 0 && e.method != 8)
-      throw bad(
-          fmt::format("zip entry '{}': compression method {} is not supported (only stored and deflate)",
-                      e.name, e.method));
-    if (e.method == 0 && e.csize != e.usize)
-      throw bad(fmt::format("zip entry '{}': stored entry has sizes {} and {}", e.name, e.csize, e.usize));
-    // deflate expands at most ~1032x: a larger claimed size is a lie
-    if (e.method == 8 && e.usize > e.csize * 1032 + 64)
-      throw bad(fmt::format("zip entry '{}': claims {} bytes from {} compressed", e.name, e.usize, e.csize));
-    e.offset = data;
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
-// An entry's bytes: a view into the file when stored, inflated into keep when deflated. keep grows with the
-// bytes actually inflated (not to the size the header claims), and must end at exactly that size.
-Bytes entry_bytes(Bytes f, const ZipEntry& e, std::vector<std::byte>& keep) {
-  Bytes raw = f.subspan(e.offset, e.csize);
-  if (e.method == 0) return raw;
-  keep.clear();
-  z_stream z{};
-  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw bad("zlib could not start inflating");
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(raw.data()));
-  z.avail_in = static_cast<uInt>(raw.size());
-  int rc = Z_OK;
-  while (rc == Z_OK && keep.size() <= e.usize) {
-    size_t have = keep.size(), step = std::min<uint64_t>(e.usize - have + 1, uint64_t{1} << 20);
-    keep.resize(have + step);
-    z.next_out = reinterpret_cast<Bytef*>(keep.data() + have);
-    z.avail_out = static_cast<uInt>(step);
-    rc = inflate(&z, Z_NO_FLUSH);
-    keep.resize(have + step - z.avail_out);
-    if (rc == Z_BUF_ERROR) break;  // no progress: the input ran out before the stream ended
-  }
-  inflateEnd(&z);
-  if (rc != Z_STREAM_END || keep.size() != e.usize)
-    throw bad(
-        fmt::format("zip entry '{}': deflate data is corrupt or does not hold {} bytes", e.name, e.usize));
-  return keep;
 }
 
 // ---- pickle ----
@@ -580,7 +494,7 @@ struct Walker {
 std::vector<HostTensor> parse_host(Bytes f) {
   if (f.size() >= 2 && static_cast<uint8_t>(f[0]) == 0x80)
     throw bad("legacy (non-zip) checkpoints are not supported: re-save with a current torch.save");
-  std::vector<ZipEntry> entries = read_zip(f);
+  std::vector<ZipEntry> entries = read_zip(f, "torch_load");
   const ZipEntry* pkl = nullptr;
   for (const ZipEntry& e : entries)
     if (e.name.size() >= 8 && e.name.ends_with("data.pkl") &&
@@ -597,19 +511,19 @@ std::vector<HostTensor> parse_host(Bytes f) {
   };
   if (const ZipEntry* bo = find("byteorder")) {
     std::vector<std::byte> keep;
-    Bytes b = entry_bytes(f, *bo, keep);
+    Bytes b = entry_bytes("torch_load", f, *bo, keep);
     if (std::string_view(reinterpret_cast<const char*>(b.data()), b.size()) != "little")
       throw bad("big-endian checkpoints are not supported");
   }
   std::vector<std::byte> keep_pkl;
-  Bytes pk = entry_bytes(f, *pkl, keep_pkl);
+  Bytes pk = entry_bytes("torch_load", f, *pkl, keep_pkl);
   Unpickler u(pk);
   const Obj* root = u.run();
   for (Obj* s : u.storages) {
     const ZipEntry* e = find("data/" + s->storage.key);
     if (!e) throw bad(fmt::format("storage '{}' has no entry data/{}", s->storage.key, s->storage.key));
     std::vector<std::byte> keep;
-    Bytes b = entry_bytes(f, *e, keep);
+    Bytes b = entry_bytes("torch_load", f, *e, keep);
     uint64_t item = s->storage.dtype.itemsize();
     if (b.size() % item)
       throw bad(fmt::format("storage '{}' holds {} bytes, not a whole number of {}", s->storage.key, b.size(),
