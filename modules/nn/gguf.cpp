@@ -1,0 +1,344 @@
+// GGUF reader: every count and size is checked against the bytes left in the file before anything is
+// allocated, tensor data ranges are checked (aligned, inside the file, not overlapping), then blocks are
+// dequantized on the host.
+#include "nn/gguf.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+#include "nn/checkpoint_fuzz.hpp"
+#include "nn/host_bytes.hpp"
+#include "nn/host_file.hpp"
+
+namespace tg::nn {
+
+static_assert(std::endian::native == std::endian::little, "GGUF data is little-endian");
+
+namespace {
+
+FormatError bad(std::string_view what) { return FormatError("gguf_load", what); }
+using Bytes = std::span<const std::byte>;
+using T = GGUFValue::Type;
+constexpr int kMaxArrayDepth = 8;
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (man << 13));
+  if (exp == 0) {
+    float v = static_cast<float>(man) * 0x1p-24f;  // subnormal: exact in float
+    return sign ? -v : v;
+  }
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+class Reader {
+ public:
+  explicit Reader(Bytes b) : b_(b) {}
+  uint64_t left() const { return b_.size() - at_; }
+  uint64_t at() const { return at_; }
+  Bytes take(uint64_t n, std::string_view what) {
+    if (n > left())
+      throw bad(
+          fmt::format("{} needs {} bytes at byte {} but the file has only {} left", what, n, at_, left()));
+    Bytes r = b_.subspan(at_, n);
+    at_ += n;
+    return r;
+  }
+  template <class V>
+  V get(std::string_view what) {
+    V v{};
+    std::memcpy(&v, take(sizeof(V), what).data(), sizeof(V));
+    return v;
+  }
+  std::string str(std::string_view what) {
+    uint64_t n = get<uint64_t>(what);
+    Bytes s = take(n, what);  // a huge length fails here, before any allocation
+    return {reinterpret_cast<const char*>(s.data()), s.size()};
+  }
+
+ private:
+  Bytes b_;
+  uint64_t at_ = 0;
+};
+
+uint64_t min_size(T t) {
+  switch (t) {
+    case T::UINT8:
+    case T::INT8:
+    case T::BOOL:
+      return 1;
+    case T::UINT16:
+    case T::INT16:
+      return 2;
+    case T::UINT32:
+    case T::INT32:
+    case T::FLOAT32:
+      return 4;
+    case T::UINT64:
+    case T::INT64:
+    case T::FLOAT64:
+    case T::STRING:
+      return 8;
+    case T::ARRAY:
+      return 12;
+  }
+  return 1;
+}
+
+GGUFValue value(Reader& r, T type, const std::string& key, int depth) {
+  GGUFValue v;
+  v.type = type;
+  switch (type) {
+    case T::UINT8:
+      v.u = r.get<uint8_t>(key);
+      break;
+    case T::INT8:
+      v.i = r.get<int8_t>(key);
+      break;
+    case T::UINT16:
+      v.u = r.get<uint16_t>(key);
+      break;
+    case T::INT16:
+      v.i = r.get<int16_t>(key);
+      break;
+    case T::UINT32:
+      v.u = r.get<uint32_t>(key);
+      break;
+    case T::INT32:
+      v.i = r.get<int32_t>(key);
+      break;
+    case T::UINT64:
+      v.u = r.get<uint64_t>(key);
+      break;
+    case T::INT64:
+      v.i = r.get<int64_t>(key);
+      break;
+    case T::FLOAT32:
+      v.f = r.get<float>(key);
+      break;
+    case T::FLOAT64:
+      v.f = r.get<double>(key);
+      break;
+    case T::BOOL: {
+      uint8_t b = r.get<uint8_t>(key);
+      if (b > 1) throw bad(fmt::format("key '{}': bool value {} is not 0 or 1", key, b));
+      v.u = b;
+      break;
+    }
+    case T::STRING:
+      v.s = r.str(key);
+      break;
+    case T::ARRAY: {
+      if (depth >= kMaxArrayDepth)
+        throw bad(fmt::format("key '{}': arrays nest deeper than {}", key, kMaxArrayDepth));
+      uint32_t et = r.get<uint32_t>(key);
+      if (et > 12) throw bad(fmt::format("key '{}': unknown array item type {}", key, et));
+      v.array_type = static_cast<T>(et);
+      uint64_t n = r.get<uint64_t>(key);
+      if (n > r.left() / min_size(v.array_type))
+        throw bad(
+            fmt::format("key '{}': array of {} items does not fit in the {} bytes left", key, n, r.left()));
+      v.array.reserve(n);
+      for (uint64_t k = 0; k < n; ++k) v.array.push_back(value(r, v.array_type, key, depth + 1));
+      break;
+    }
+    default:
+      throw bad(fmt::format("key '{}': unknown value type {}", key, static_cast<uint32_t>(type)));
+  }
+  return v;
+}
+
+struct Kind {
+  uint32_t id;
+  std::string_view name;
+  DType out;
+  uint64_t block, bytes;  // elements per block, bytes per block
+};
+constexpr Kind kKinds[] = {
+    {0, "F32", dtypes::float32, 1, 4},       {1, "F16", dtypes::float16, 1, 2},
+    {2, "Q4_0", dtypes::float32, 32, 18},    {8, "Q8_0", dtypes::float32, 32, 34},
+    {14, "Q6_K", dtypes::float32, 256, 210}, {24, "I8", dtypes::int8, 1, 1},
+    {25, "I16", dtypes::int16, 1, 2},        {26, "I32", dtypes::int32, 1, 4},
+    {27, "I64", dtypes::int64, 1, 8},        {28, "F64", dtypes::float64, 1, 8},
+    {30, "BF16", dtypes::bfloat16, 1, 2},
+};
+
+struct Info {
+  std::string name;
+  Shape shape;
+  const Kind* kind;
+  uint64_t offset, nbytes, count;
+};
+
+struct HostTensor {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::vector<std::byte> bytes;
+};
+
+std::vector<std::byte> dequantize(const Info& t, Bytes src) {
+  std::vector<std::byte> out(t.count * 4);
+  float* y = reinterpret_cast<float*>(out.data());
+  auto f16 = [&](uint64_t at) {
+    uint16_t h;
+    std::memcpy(&h, src.data() + at, 2);
+    return half_to_float(h);
+  };
+  auto u8 = [&](uint64_t at) { return static_cast<uint8_t>(src[at]); };
+  uint64_t blocks = t.count / t.kind->block;
+  for (uint64_t b = 0; b < blocks; ++b) {
+    uint64_t p = b * t.kind->bytes;
+    float* yb = y + b * t.kind->block;
+    if (t.kind->id == 2) {  // Q4_0: d, then 16 bytes of two 4-bit values (low nibbles first half)
+      float d = f16(p);
+      for (int j = 0; j < 16; ++j) {
+        yb[j] = static_cast<float>((u8(p + 2 + j) & 0xf) - 8) * d;
+        yb[j + 16] = static_cast<float>((u8(p + 2 + j) >> 4) - 8) * d;
+      }
+    } else if (t.kind->id == 8) {  // Q8_0: d, then 32 signed bytes
+      float d = f16(p);
+      for (int j = 0; j < 32; ++j) yb[j] = static_cast<float>(static_cast<int8_t>(u8(p + 2 + j))) * d;
+    } else {  // Q6_K: 128 bytes of low 4 bits, 64 of high 2 bits, 16 signed scales, d
+      uint64_t ql = p, qh = p + 128, sc = p + 192;
+      float d = f16(p + 208);
+      for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, yb += 128)
+        for (int l = 0; l < 32; ++l) {
+          int is = l / 16;
+          int q1 = ((u8(ql + l) & 0xf) | (((u8(qh + l) >> 0) & 3) << 4)) - 32;
+          int q2 = ((u8(ql + l + 32) & 0xf) | (((u8(qh + l) >> 2) & 3) << 4)) - 32;
+          int q3 = ((u8(ql + l) >> 4) | (((u8(qh + l) >> 4) & 3) << 4)) - 32;
+          int q4 = ((u8(ql + l + 32) >> 4) | (((u8(qh + l) >> 6) & 3) << 4)) - 32;
+          auto s = [&](int k) { return d * static_cast<float>(static_cast<int8_t>(u8(sc + is + k))); };
+          yb[l] = s(0) * static_cast<float>(q1);
+          yb[l + 32] = s(2) * static_cast<float>(q2);
+          yb[l + 64] = s(4) * static_cast<float>(q3);
+          yb[l + 96] = s(6) * static_cast<float>(q4);
+        }
+    }
+  }
+  return out;
+}
+
+struct Parsed {
+  GGUFMetadata metadata;
+  std::vector<HostTensor> tensors;
+};
+
+Parsed parse_host(Bytes f) {
+  Reader r(f);
+  if (f.size() < 4 || std::memcmp(f.data(), "GGUF", 4) != 0) throw bad("bad magic: not a GGUF file");
+  r.take(4, "magic");
+  uint32_t version = r.get<uint32_t>("version");
+  if (version != 2 && version != 3)
+    throw bad(fmt::format("version {} is not supported (only 2 and 3)", version));
+  uint64_t n_tensors = r.get<uint64_t>("tensor count"), n_kv = r.get<uint64_t>("metadata count");
+  if (n_kv > r.left() / 12) throw bad(fmt::format("metadata count {} does not fit in the file", n_kv));
+  Parsed out;
+  for (uint64_t k = 0; k < n_kv; ++k) {
+    std::string key = r.str("metadata key");
+    uint32_t type = r.get<uint32_t>(key);
+    if (type > 12) throw bad(fmt::format("key '{}': unknown value type {}", key, type));
+    if (out.metadata.count(key)) throw bad(fmt::format("key '{}' appears twice", key));
+    out.metadata.emplace(key, value(r, static_cast<T>(type), key, 0));
+  }
+  uint64_t align = 32;
+  if (auto it = out.metadata.find("general.alignment"); it != out.metadata.end()) {
+    if (it->second.type != T::UINT32 || it->second.u == 0 || !std::has_single_bit(it->second.u))
+      throw bad("general.alignment must be a uint32 power of two");
+    align = it->second.u;
+  }
+  if (n_tensors > r.left() / 24)
+    throw bad(fmt::format("tensor count {} does not fit in the file", n_tensors));
+  std::vector<Info> infos;
+  std::set<std::string> names;
+  for (uint64_t k = 0; k < n_tensors; ++k) {
+    Info t;
+    t.name = r.str("tensor name");
+    if (!names.insert(t.name).second) throw bad(fmt::format("tensor '{}' appears twice", t.name));
+    uint32_t nd = r.get<uint32_t>(t.name);
+    if (nd > 4) throw bad(fmt::format("tensor '{}': {} dims (at most 4)", t.name, nd));
+    std::vector<uint64_t> ne(nd);
+    t.count = 1;
+    for (uint64_t& n : ne) {
+      n = r.get<uint64_t>(t.name);
+      if (n > static_cast<uint64_t>(INT64_MAX) || (n && t.count > f.size() * 1024 / n))
+        throw bad(fmt::format("tensor '{}': dim {} is too large for the file", t.name, n));
+      t.count *= n;
+    }
+    for (auto it = ne.rbegin(); it != ne.rend(); ++it) t.shape.push_back(static_cast<int64_t>(*it));
+    uint32_t type = r.get<uint32_t>(t.name);
+    t.kind = nullptr;
+    for (const Kind& kd : kKinds)
+      if (kd.id == type) t.kind = &kd;
+    if (!t.kind) throw bad(fmt::format("tensor '{}': ggml type {} is not supported", t.name, type));
+    if (nd > 0 && ne[0] % t.kind->block)
+      throw bad(fmt::format("tensor '{}': {} rows of {} elements are not whole {} blocks of {}", t.name,
+                            t.count / std::max<uint64_t>(ne[0], 1), ne[0], t.kind->name, t.kind->block));
+    if (nd == 0 && t.kind->block != 1)
+      throw bad(fmt::format("tensor '{}': a scalar cannot be {}", t.name, t.kind->name));
+    t.nbytes = t.count / t.kind->block * t.kind->bytes;
+    t.offset = r.get<uint64_t>(t.name);
+    if (t.offset % align)
+      throw bad(fmt::format("tensor '{}': offset {} is not a multiple of {}", t.name, t.offset, align));
+    infos.push_back(std::move(t));
+  }
+  uint64_t start = (r.at() + align - 1) / align * align;
+  if (start > f.size() && !infos.empty()) throw bad("tensor data starts past the end of the file");
+  uint64_t data_size = start > f.size() ? 0 : f.size() - start;
+  std::vector<const Info*> order;
+  for (const Info& t : infos) {
+    if (t.offset > data_size || t.nbytes > data_size - t.offset)
+      throw bad(fmt::format("tensor '{}': {} bytes at offset {} run past the end of the data ({} bytes)",
+                            t.name, t.nbytes, t.offset, data_size));
+    order.push_back(&t);
+  }
+  std::sort(order.begin(), order.end(), [](const Info* a, const Info* b) { return a->offset < b->offset; });
+  for (size_t k = 1; k < order.size(); ++k)
+    if (order[k]->offset < order[k - 1]->offset + order[k - 1]->nbytes)
+      throw bad(fmt::format("tensors '{}' and '{}' overlap", order[k - 1]->name, order[k]->name));
+  for (const Info& t : infos) {
+    Bytes src = f.subspan(start + t.offset, t.nbytes);
+    HostTensor h{t.name, t.kind->out, t.shape, {}};
+    if (t.kind->block == 1)
+      h.bytes.assign(src.begin(), src.end());
+    else
+      h.bytes = dequantize(t, src);
+    out.tensors.push_back(std::move(h));
+  }
+  return out;
+}
+
+}  // namespace
+
+GGUFFile gguf_parse(std::span<const std::byte> data, std::string_view device) {
+  Parsed p = parse_host(data);
+  GGUFFile out;
+  out.metadata = std::move(p.metadata);
+  for (const HostTensor& h : p.tensors)
+    out.tensors.emplace(h.name, detail::tensor_from_bytes(h.bytes, h.dtype, h.shape, device));
+  return out;
+}
+
+GGUFFile gguf_load(const std::filesystem::path& path, std::string_view device) {
+  detail::HostFile f(path, "gguf_load");
+  std::vector<std::byte> bytes(f.size());
+  if (f.read_at(0, bytes) != bytes.size()) throw bad("the file shrank while read");
+  return gguf_parse(bytes, device);
+}
+
+int fuzz_gguf_load(const uint8_t* data, size_t size) {
+  try {
+    parse_host({reinterpret_cast<const std::byte*>(data), size});
+  } catch (const Error&) {
+  }
+  return 0;
+}
+
+}  // namespace tg::nn
