@@ -24,6 +24,8 @@ const tg::env::Declare kEnv{
         {"TG_CLANG_FLAGS", "", "extra flags for the CLANG device's compiler (part of its cache key)"},
         {"TG_CLANG_INPROCESS", "1",
          "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in", true},
+        {"TG_CLANG_DEVICES", "1",
+         "how many CLANG devices (CLANG:0..N-1) share the cores; each gets its own pool on its own core set"},
     }};
 
 namespace tg::clangdev {
@@ -39,8 +41,28 @@ unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurre
 
 bool want_libclang() { return libclang_built() && tg::env::get_int("TG_CLANG_INPROCESS").value_or(1) != 0; }
 
-std::unique_ptr<Toolchain> make_toolchain(int32_t index) {
-  if (index != 0) throw tg::DeviceError("CLANG", fmt::format("there is one CPU device; got index {}", index));
+int64_t device_count() {
+  int64_t n = tg::env::get_int("TG_CLANG_DEVICES").value_or(1);
+  if (n < 1 || n > 64)
+    throw tg::DeviceError("CLANG", fmt::format("TG_CLANG_DEVICES={} is outside [1, 64]", n));
+  return n;
+}
+
+// Device `index` of n owns the cores [first, first + count): a contiguous slice of the machine. With more
+// devices than cores, each gets one core and they take the cores in turn.
+CoreSet core_set(int32_t index) {
+  int64_t n = device_count();
+  if (index < 0 || index >= n)
+    throw tg::DeviceError(
+        "CLANG",
+        fmt::format("no device CLANG:{}: TG_CLANG_DEVICES={} (set it to {} or more)", index, n, index + 1));
+  unsigned t = hardware_threads(), i = static_cast<unsigned>(index), m = static_cast<unsigned>(n);
+  if (m > t) return {i % t, 1, true};
+  unsigned first = i * t / m, last = (i + 1) * t / m;
+  return {first, last - first, n > 1};
+}
+
+std::unique_ptr<Toolchain> make_toolchain() {
   if (want_libclang())
     if (auto t = make_libclang_toolchain()) return t;
   return make_binary_toolchain();
@@ -143,11 +165,14 @@ class ClangDevice final : public tg::sdk::Device {
   }
 
   explicit ClangDevice(int32_t index)
-      : compiler_(make_toolchain(index)),
-        renderer_(half_mode(compiler_), hardware_threads()),
-        pool_(std::make_shared<ThreadPool>(hardware_threads())) {
-    description_ =
-        fmt::format("{} ({} threads), {}", cpu_model(), hardware_threads(), compiler_.toolchain().id());
+      : cores_(core_set(index)),
+        compiler_(make_toolchain()),
+        renderer_(half_mode(compiler_), cores_.count),
+        pool_(std::make_shared<ThreadPool>(cores_)) {
+    description_ = fmt::format(
+        "{} ({} threads{}), {}", cpu_model(), cores_.count,
+        cores_.pinned ? fmt::format(" on cores {}-{}", cores_.first, cores_.first + cores_.count - 1) : "",
+        compiler_.toolchain().id());
   }
 
   tg::sdk::Allocator& allocator() noexcept override { return allocator_; }
@@ -167,6 +192,7 @@ class ClangDevice final : public tg::sdk::Device {
   }
 
  private:
+  CoreSet cores_;
   HostAllocator allocator_;
   ClangCompiler compiler_;
   ClangRenderer renderer_;

@@ -1,5 +1,8 @@
 #include "plugins/clang/thread_pool.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 
 namespace tg::clangdev {
@@ -19,8 +22,15 @@ struct ThreadPool::Job {
   }
 };
 
-ThreadPool::ThreadPool(unsigned threads) {
-  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+ThreadPool::ThreadPool(CoreSet cores) {
+  for (unsigned i = 1; i < cores.count; ++i) {
+    workers_.emplace_back([this] { worker_loop(); });
+    if (!cores.pinned) continue;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cores.first + i, &set);  // the caller runs task 0 wherever it is; workers stay on their slice
+    pthread_setaffinity_np(workers_.back().native_handle(), sizeof(set), &set);  // best effort
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -7,10 +7,16 @@
 
 namespace tg::clangdev {
 
+// The cores a pool runs on; `pinned` binds its workers to them (several CLANG devices on one machine).
+struct CoreSet {
+  unsigned first = 0, count = 1;
+  bool pinned = false;
+};
+
 // Persistent workers that run the parallel tasks of one launch; the calling thread takes tasks too.
 class ThreadPool {
  public:
-  explicit ThreadPool(unsigned threads);  // total threads including the caller
+  explicit ThreadPool(CoreSet cores);  // cores.count threads in total, including the caller
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
