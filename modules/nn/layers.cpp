@@ -54,8 +54,8 @@ void check_trailing(const Tensor& x, const Shape& shape, std::string_view layer)
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias) {
   check_positive("Linear", {in_features, out_features});
-  weight = register_parameter("weight", default_weight({out_features, in_features}));
-  if (with_bias) bias = register_parameter("bias", default_bias(out_features, in_features));
+  register_parameter("weight", weight, default_weight({out_features, in_features}));
+  if (with_bias) register_parameter("bias", bias, default_bias(out_features, in_features));
   realize_state();
 }
 
@@ -84,8 +84,8 @@ ConvNd::ConvNd(int n, int64_t in_channels, int64_t out_channels, Sizes kernel_si
     shape.push_back(k);
   }
   int64_t fan_in = std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
-  weight = register_parameter("weight", default_weight(shape));
-  if (with_bias) bias = register_parameter("bias", default_bias(out_channels, fan_in));
+  register_parameter("weight", weight, default_weight(shape));
+  if (with_bias) register_parameter("bias", bias, default_bias(out_channels, fan_in));
   realize_state();
 }
 
@@ -110,8 +110,8 @@ ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, Size
   for (int64_t k : kernel_size.resolve(2, "ConvTranspose2d", "kernel_size")) shape.push_back(k);
   // PyTorch computes fan_in from weight.shape[1:] here too
   int64_t fan_in = std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
-  weight = register_parameter("weight", default_weight(shape));
-  if (with_bias) bias = register_parameter("bias", default_bias(out_channels, fan_in));
+  register_parameter("weight", weight, default_weight(shape));
+  if (with_bias) register_parameter("bias", bias, default_bias(out_channels, fan_in));
   realize_state();
 }
 
@@ -127,14 +127,14 @@ BatchNorm::BatchNorm(int64_t num_features, double eps, std::optional<double> mom
     : num_features_(num_features), eps_(eps), momentum_(momentum) {
   check_positive("BatchNorm", {num_features});
   if (affine) {
-    weight = register_parameter("weight", Tensor::ones({num_features}).contiguous());
-    bias = register_parameter("bias", Tensor::zeros({num_features}).contiguous());
+    register_parameter("weight", weight, Tensor::ones({num_features}).contiguous());
+    register_parameter("bias", bias, Tensor::zeros({num_features}).contiguous());
   }
   if (track_running_stats) {
-    running_mean = register_buffer("running_mean", Tensor::zeros({num_features}).contiguous());
-    running_var = register_buffer("running_var", Tensor::ones({num_features}).contiguous());
-    num_batches_tracked =
-        register_buffer("num_batches_tracked", Tensor::zeros({}, dtypes::int64).contiguous());
+    register_buffer("running_mean", running_mean, Tensor::zeros({num_features}).contiguous());
+    register_buffer("running_var", running_var, Tensor::ones({num_features}).contiguous());
+    register_buffer("num_batches_tracked", num_batches_tracked,
+                    Tensor::zeros({}, dtypes::int64).contiguous());
   }
   realize_state();
 }
@@ -191,8 +191,8 @@ LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine
     : shape_(std::move(normalized_shape)), eps_(eps) {
   if (shape_.empty()) throw ValueError("LayerNorm", "normalized_shape must not be empty");
   if (elementwise_affine) {
-    weight = register_parameter("weight", Tensor::ones(shape_).contiguous());
-    if (with_bias) bias = register_parameter("bias", Tensor::zeros(shape_).contiguous());
+    register_parameter("weight", weight, Tensor::ones(shape_).contiguous());
+    if (with_bias) register_parameter("bias", bias, Tensor::zeros(shape_).contiguous());
   }
   realize_state();
 }
@@ -211,8 +211,8 @@ GroupNorm::GroupNorm(int64_t num_groups, int64_t num_channels, double eps, bool 
     throw ValueError("GroupNorm", fmt::format("num_channels {} must be divisible by num_groups {}",
                                               num_channels, num_groups));
   if (affine) {
-    weight = register_parameter("weight", Tensor::ones({num_channels}).contiguous());
-    bias = register_parameter("bias", Tensor::zeros({num_channels}).contiguous());
+    register_parameter("weight", weight, Tensor::ones({num_channels}).contiguous());
+    register_parameter("bias", bias, Tensor::zeros({num_channels}).contiguous());
   }
   realize_state();
 }
@@ -231,7 +231,7 @@ Tensor GroupNorm::forward(const Tensor& x) {
 RMSNorm::RMSNorm(Shape normalized_shape, std::optional<double> eps, bool elementwise_affine)
     : shape_(std::move(normalized_shape)), eps_(eps) {
   if (shape_.empty()) throw ValueError("RMSNorm", "normalized_shape must not be empty");
-  if (elementwise_affine) weight = register_parameter("weight", Tensor::ones(shape_).contiguous());
+  if (elementwise_affine) register_parameter("weight", weight, Tensor::ones(shape_).contiguous());
   realize_state();
 }
 
@@ -248,7 +248,7 @@ Tensor RMSNorm::forward(const Tensor& x) {
 
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim) : num_(num_embeddings) {
   check_positive("Embedding", {num_embeddings, embedding_dim});
-  weight = register_parameter("weight", Tensor::randn({num_embeddings, embedding_dim}));
+  register_parameter("weight", weight, Tensor::randn({num_embeddings, embedding_dim}));
   realize_state();
 }
 

@@ -32,19 +32,18 @@ void Module::check_name(const std::string& name) const {
     throw ValueError("register", fmt::format("name \"{}\" is already registered", name));
 }
 
-Tensor Module::register_parameter(std::string name, Tensor t) {
+void Module::register_parameter(std::string name, Tensor& slot, Tensor value) {
   check_name(name);
-  if (!t.defined()) throw ValueError("register_parameter", fmt::format("\"{}\" is undefined", name));
-  t.requires_grad_(true);
-  params_.emplace_back(std::move(name), t);
-  return t;
+  if (!value.defined()) throw ValueError("register_parameter", fmt::format("\"{}\" is undefined", name));
+  slot = value.requires_grad_(true);
+  params_.emplace_back(std::move(name), &slot);
 }
 
-Tensor Module::register_buffer(std::string name, Tensor t) {
+void Module::register_buffer(std::string name, Tensor& slot, Tensor value) {
   check_name(name);
-  if (!t.defined()) throw ValueError("register_buffer", fmt::format("\"{}\" is undefined", name));
-  buffers_.emplace_back(std::move(name), t);
-  return t;
+  if (!value.defined()) throw ValueError("register_buffer", fmt::format("\"{}\" is undefined", name));
+  slot = value;
+  buffers_.emplace_back(std::move(name), &slot);
 }
 
 void Module::add_child(std::string name, std::shared_ptr<Module> m) {
@@ -56,13 +55,20 @@ void Module::add_child(std::string name, std::shared_ptr<Module> m) {
 
 void Module::realize_state() {
   std::vector<Tensor> all;
-  for (auto& [n, t] : params_) all.push_back(t);
-  for (auto& [n, t] : buffers_) all.push_back(t);
+  for (auto& [n, t] : params_)
+    if (t->defined()) all.push_back(*t);
+  for (auto& [n, t] : buffers_)
+    if (t->defined()) all.push_back(*t);
   if (!all.empty()) Tensor::realize_all(all);
 }
 
 void Module::collect(const std::string& prefix, bool params, NamedTensors& out) const {
-  for (const auto& [name, t] : params ? params_ : buffers_) out.emplace_back(prefix + name, t);
+  for (const auto& [name, slot] : params ? params_ : buffers_) {
+    if (!slot->defined()) continue;
+    // A tensor assigned to a parameter slot becomes a trained leaf, as the registered one was.
+    if (params && !slot->requires_grad()) slot->requires_grad_(true);
+    out.emplace_back(prefix + name, *slot);
+  }
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", params, out);
 }
 

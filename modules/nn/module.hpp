@@ -37,10 +37,11 @@ class Module {
   bool is_training() const { return training_; }
 
  protected:
-  // A parameter is trained (requires_grad); a buffer is state (running statistics). Both are returned
-  // so a layer can keep its own handle: Tensor is shared, so assign() is seen through both.
-  Tensor register_parameter(std::string name, Tensor t);
-  Tensor register_buffer(std::string name, Tensor t);
+  // A parameter is trained (requires_grad); a buffer is state (running statistics). The module records
+  // the slot (a member of the layer), not its value: assigning a new tensor to the member (ln.weight = w)
+  // is what named_parameters(), state_dict() and forward all see. An undefined slot is left out.
+  void register_parameter(std::string name, Tensor& slot, Tensor value);
+  void register_buffer(std::string name, Tensor& slot, Tensor value);
   template <typename M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> m) {
     add_child(std::move(name), m);
@@ -54,7 +55,7 @@ class Module {
   void check_name(const std::string& name) const;
   void collect(const std::string& prefix, bool params, NamedTensors& out) const;
 
-  NamedTensors params_, buffers_;
+  std::vector<std::pair<std::string, Tensor*>> params_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -160,6 +160,25 @@ class TestNN(unittest.TestCase):
     opt.step()
     np.testing.assert_allclose(w.numpy(), w0 - 0.1 * 2 * w0, rtol=1e-6)
 
+  def test_assigned_weight_is_trained(self):
+    # ln.weight = w reaches parameters(), the state dict and forward; reference is PyTorch's same step
+    ln = nn.LayerNorm(4)
+    w0, x, c = np.array([2, 3, 4, 5], np.float32), randn(2, 4), randn(2, 4)
+    ln.weight = Tensor(w0)
+    opt = nn.optim.SGD(ln.parameters(), lr=0.5)
+    (ln(Tensor(x)) * Tensor(c)).sum().backward()
+    opt.step()
+    tl = torch.nn.LayerNorm(4)
+    with torch.no_grad(): tl.weight.copy_(torch.from_numpy(w0))
+    topt = torch.optim.SGD(tl.parameters(), lr=0.5)
+    (tl(torch.from_numpy(x)) * torch.from_numpy(c)).sum().backward()
+    topt.step()
+    np.testing.assert_allclose(ln.weight.numpy(), tl.weight.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(nn.state.get_state_dict(ln)["weight"].numpy(), tl.weight.detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ln(Tensor(x)).numpy(), tl(torch.from_numpy(x)).detach().numpy(), rtol=1e-4,
+                               atol=1e-5)
+
   def test_state_round_trip(self):
     from safetensors.numpy import load_file
     model = [nn.Linear(3, 4), nn.BatchNorm(4)]

@@ -95,6 +95,30 @@ BOOST_AUTO_TEST_CASE(linear_conv_and_transpose_match_torch) {
   expect_matches(convt(tensor_of(layer("conv_transpose2d")["x"])), layer("conv_transpose2d")["y"]);
 }
 
+BOOST_AUTO_TEST_CASE(assigned_parameter_is_the_one_trained_and_saved) {
+  // ln.weight = w must reach parameters(), state_dict() and forward. x = (-1, 1, -1, 1) normalizes to
+  // itself / sqrt(1 + eps); loss = sum(y): d/dw = xhat, d/db = 1; SGD lr 0.5 from w = (2, 3, 4, 5), b = 0.
+  nn::LayerNorm ln({4});
+  ln.weight = Tensor(std::vector<float>{2, 3, 4, 5}, {4});
+  Tensor x = Tensor(std::vector<float>{-1, 1, -1, 1}, {1, 4});
+  BOOST_TEST(ln.parameters().size() == 2u);
+  nn::optim::SGD opt(ln.parameters(), 0.5);
+  ln(x).sum().backward();
+  opt.step();
+  const float r = 1.0f / std::sqrt(1.00001f);
+  std::vector<float> w_new = {2 + 0.5f * r, 3 - 0.5f * r, 4 + 0.5f * r, 5 - 0.5f * r};
+  auto close = [](const std::vector<float>& a, const std::vector<float>& b) {
+    for (size_t i = 0; i < a.size(); i++) BOOST_TEST(std::abs(a[i] - b[i]) < 1e-5f);
+  };
+  close(ln.weight.to_vector<float>(), w_new);
+  close(nn::state_dict(ln).at("weight").to_vector<float>(), w_new);
+  close(ln.bias.to_vector<float>(), {-0.5f, -0.5f, -0.5f, -0.5f});
+  close(ln(x).to_vector<float>(),
+        {-w_new[0] * r - 0.5f, w_new[1] * r - 0.5f, -w_new[2] * r - 0.5f, w_new[3] * r - 0.5f});
+  ln.bias = Tensor();  // an undefined slot is no parameter
+  BOOST_TEST(names(ln.named_parameters()) == std::vector<std::string>{"weight"});
+}
+
 BOOST_AUTO_TEST_CASE(batchnorm_statistics_ride_with_the_optimizer_step) {
   // The running mean is updated with the next realize, here the SGD step that changes w in the same
   // schedule: it must still see the batch computed with the old w. x = 1..4, w = 2: mean 5, so 0.1 * 5.
