@@ -14,7 +14,9 @@ UOpRef operator<<(const UOpRef& a, int64_t b) { return a << a->const_like(b); }
 UOpRef operator&(const UOpRef& a, int64_t b) { return a & a->const_like(b); }
 
 DType f32_like(DType d) { return DType(Scalar::FLOAT32, d.count()); }
-DType bits_like(DType d) { return DType(d.scalar_itemsize() == 2 ? Scalar::UINT16 : Scalar::UINT8, d.count()); }
+DType bits_like(DType d) {
+  return DType(d.scalar_itemsize() == 2 ? Scalar::UINT16 : Scalar::UINT8, d.count());
+}
 DType u32_like(DType d) { return DType(Scalar::UINT32, d.count()); }
 
 // float32 -> the bits of `to` (uint16/uint8 lanes), round to nearest even.
@@ -87,7 +89,9 @@ PatternMatcher encode_stores(const sdk::RendererCaps& caps) {
                      const UOpRef& x = m.root();
                      if (x->src().size() < 2) return nullptr;
                      DType d = x->src(1)->dtype();
-                     if (((mask >> static_cast<unsigned>(d.scalar())) & 1u) == 0 || x->src(0)->dtype().addrspace() == AddrSpace::REG) return nullptr;
+                     if (((mask >> static_cast<unsigned>(d.scalar())) & 1u) == 0 ||
+                         x->src(0)->dtype().addrspace() == AddrSpace::REG)
+                       return nullptr;
                      std::vector<UOpRef> src(x->src().begin(), x->src().end());
                      src[1] = encode(src[1]->cast(f32_like(d)), d.scalar());
                      return x->with_src(std::move(src));
@@ -101,8 +105,7 @@ PatternMatcher emulate_dtypes(const sdk::RendererCaps& caps) {
   std::vector<Rule> rules;
   if (mask == 0) return PatternMatcher(std::move(rules));
   // buffers and their addresses: memory holds the bits, registers hold float32
-  rules.push_back({UPat(OpSet{Ops::DEFINE_GLOBAL, Ops::DEFINE_LOCAL, Ops::DEFINE_REG, Ops::INDEX}),
-                   [emulated](Match& m) -> UOpRef {
+  rules.push_back({UPat(), [emulated](Match& m) -> UOpRef {  // DEFINE_GLOBAL/LOCAL/REG, INDEX, AFTER
                      DType d = m.root()->dtype();
                      if (!d.is_ptr() || !emulated(d)) return nullptr;
                      DType base = d.addrspace() == AddrSpace::REG ? f32_like(d) : bits_like(d);
@@ -113,7 +116,8 @@ PatternMatcher emulate_dtypes(const sdk::RendererCaps& caps) {
                      const UOpRef& x = m.root();
                      if (!emulated(x->dtype())) return nullptr;
                      Scalar s = x->dtype().scalar();
-                     if (x->src(0)->dtype().scalar() == Scalar::FLOAT32) return x->with_dtype(f32_like(x->dtype()));
+                     if (x->src(0)->dtype().scalar() == Scalar::FLOAT32)
+                       return x->with_dtype(f32_like(x->dtype()));
                      std::vector<UOpRef> src(x->src().begin(), x->src().end());
                      if (src.size() > 1) src[1] = encode(src[1], s);
                      return decode(UOp::make(Ops::LOAD, bits_like(x->dtype()), std::move(src), x->arg()), s);
@@ -131,8 +135,8 @@ PatternMatcher emulate_dtypes(const sdk::RendererCaps& caps) {
                      if (x->op() == Ops::BITCAST)  // integer bits -> the value they encode
                        return decode(x->src(0)->bitcast(bits_like(x->dtype())), x->dtype().scalar());
                      UOpRef f = x->with_dtype(f32_like(x->dtype()));
-                     bool exact = !group::ALU.contains(x->op()) || x->op() == Ops::WHERE || x->op() == Ops::MAX ||
-                                  x->op() == Ops::NEG;
+                     bool exact = !group::ALU.contains(x->op()) || x->op() == Ops::WHERE ||
+                                  x->op() == Ops::MAX || x->op() == Ops::NEG;
                      return exact ? f : round_to(f, x->dtype().scalar());
                    }});
   return PatternMatcher(std::move(rules));

@@ -90,7 +90,8 @@ void check_cast(tg::DType d, tg::DType bits_dtype, Bits Row::*expected) {
     BOOST_TEST_CONTEXT(d.str() << " of " << in << " (0x" << std::hex << kRows[i].f32 << ")") {
       BOOST_TEST(uint32_t{bits[i]} == uint32_t{want_bits[i]});
       // reading the bits back: the same value as decoding the expected bits through a second cast
-      Tensor ref = Tensor(std::vector<Bits>{want_bits[i]}, {}, bits_dtype, "CLANG").bitcast(d).cast(dtypes::float32);
+      Tensor ref =
+          Tensor(std::vector<Bits>{want_bits[i]}, {}, bits_dtype, "CLANG").bitcast(d).cast(dtypes::float32);
       float want = ref.to_vector<float>()[0];
       if (std::isnan(want))
         BOOST_TEST(std::isnan(back[i]));
@@ -102,9 +103,15 @@ void check_cast(tg::DType d, tg::DType bits_dtype, Bits Row::*expected) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(float32_to_bfloat16_matches_torch_bits) { check_cast(dtypes::bfloat16, dtypes::uint16, &Row::bf16); }
-BOOST_AUTO_TEST_CASE(float32_to_fp8e4m3_matches_torch_bits) { check_cast(dtypes::fp8e4m3, dtypes::uint8, &Row::e4m3); }
-BOOST_AUTO_TEST_CASE(float32_to_fp8e5m2_matches_torch_bits) { check_cast(dtypes::fp8e5m2, dtypes::uint8, &Row::e5m2); }
+BOOST_AUTO_TEST_CASE(float32_to_bfloat16_matches_torch_bits) {
+  check_cast(dtypes::bfloat16, dtypes::uint16, &Row::bf16);
+}
+BOOST_AUTO_TEST_CASE(float32_to_fp8e4m3_matches_torch_bits) {
+  check_cast(dtypes::fp8e4m3, dtypes::uint8, &Row::e4m3);
+}
+BOOST_AUTO_TEST_CASE(float32_to_fp8e5m2_matches_torch_bits) {
+  check_cast(dtypes::fp8e5m2, dtypes::uint8, &Row::e5m2);
+}
 
 // Decoded values checked by hand: bfloat16 is the high half of a float32; fp8 by its exponent and mantissa.
 BOOST_AUTO_TEST_CASE(bits_decode_to_their_values) {
@@ -130,15 +137,16 @@ BOOST_AUTO_TEST_CASE(bfloat16_matmul_matches_torch) {
   Tensor m = a.matmul(b);
   BOOST_TEST(m.dtype() == dtypes::bfloat16);
   std::vector<float> got = m.cast(dtypes::float32).to_vector<float>();
-  const std::vector<float> want = {2.34375,  2.59375,  8.0625,   -5.90625, 4.90625, 4.90625,  -6.6875, 8.25,
-                                   1.96875,  2.765625, 0.984375, -2.90625, 1.9375,  3.3125,   -5.90625, 1.382812,
-                                   -3.53125, 2.203125, 2.546875, -5.875,   -4.75,   -1.953125, -6.28125, 1.765625,
-                                   2.75,     2.171875, -6.875,   -1.765625, -5.5,   4.90625};
+  const std::vector<float> want = {
+      2.34375,  2.59375,   8.0625,   -5.90625, 4.90625,  4.90625,  -6.6875,  8.25,      1.96875,  2.765625,
+      0.984375, -2.90625,  1.9375,   3.3125,   -5.90625, 1.382812, -3.53125, 2.203125,  2.546875, -5.875,
+      -4.75,    -1.953125, -6.28125, 1.765625, 2.75,     2.171875, -6.875,   -1.765625, -5.5,     4.90625};
   BOOST_REQUIRE_EQUAL(got.size(), want.size());
   for (size_t i = 0; i < got.size(); i++) BOOST_TEST(got[i] == want[i], boost::test_tools::tolerance(0.02f));
 }
 
-// The front end: bfloat16 times float32 promotes to float32 (as torch), summed; torch gives 68.14359283447266.
+// The front end: bfloat16 times float32 promotes to float32 (as torch), summed; torch
+// gives 68.14359283447266.
 BOOST_AUTO_TEST_CASE(bfloat16_front_end_sum_matches_torch) {
   std::vector<float> av;
   for (int i = 0; i < 48; i++) av.push_back(static_cast<float>(((i * 7) % 11 - 5) * 0.37));
