@@ -1,7 +1,8 @@
 // Floats a renderer stores but cannot compute (RendererCaps::emulated_dtypes): bfloat16 and fp8 live in
 // memory as uint16/uint8 bits, every value in registers is a float32, each op on them is a float32 op
 // rounded back (round to nearest even), and conversions are integer ops rendered into the kernel.
-// Overflow follows PyTorch's .to(): fp8e4m3 (no infinities) gives NaN, fp8e5m2 gives infinity.
+// Overflow follows PyTorch's .to(): fp8e4m3 (no infinities) gives NaN, fp8e5m2 gives infinity. A NaN keeps
+// its sign and the top bits of its payload (as INTERP), so a copy through a kernel keeps every bit pattern.
 #include "codegen/passes.hpp"
 
 namespace tg::codegen {
@@ -23,10 +24,14 @@ DType u32_like(DType d) { return DType(Scalar::UINT32, d.count()); }
 UOpRef encode(const UOpRef& x, Scalar to) {
   DType u32 = u32_like(x->dtype()), out = bits_like(DType(to, x->dtype().count()));
   UOpRef u = x->bitcast(u32);
-  if (to == Scalar::BFLOAT16) {  // keep the high half, rounded; NaN -> 0xFFFF as PyTorch's CPU .to()
+  if (to == Scalar::BFLOAT16) {  // keep the high half, rounded; a NaN keeps its sign and payload's top bits
     UOpRef r = (u + ((u >> int64_t{16}) & int64_t{1}) + int64_t{0x7FFF}) >> int64_t{16};
     UOpRef nan = u->const_like(int64_t{0x7F800000})->lt(u & int64_t{0x7FFFFFFF});
-    return nan->where(u->const_like(int64_t{0xFFFF}), r)->cast(out);
+    UOpRef high = u >> int64_t{16};
+    UOpRef payload = (high & int64_t{0x7F})
+                         ->ne(u->const_like(int64_t{0}))
+                         ->where(high, high | u->const_like(int64_t{0x40}));
+    return nan->where(payload, r)->cast(out);
   }
   // fp8: the magnitude's bits; denormals by adding a float whose ulp is the fp8 denormal step
   const bool e4 = to == Scalar::FP8E4M3;
@@ -42,10 +47,16 @@ UOpRef encode(const UOpRef& x, Scalar to) {
   UOpRef bits = mag->lt(mag->const_like(min_normal))->where(denorm, normal);
   if (e4)  // |x| >= 480 (halfway above 448, and inf) and NaN -> 0x7F
     bits = mag->lt(mag->const_like(int64_t{0x43F00000}))->where(bits, bits->const_like(int64_t{0x7F}));
-  else  // |x| >= 65536 -> inf, NaN -> 0x7F
-    bits = mag->lt(mag->const_like(int64_t{0x47800000}))
-               ->where(bits, mag->lt(mag->const_like(int64_t{0x7F800001}))
-                                 ->where(bits->const_like(int64_t{0x7C}), bits->const_like(int64_t{0x7F})));
+  else {  // |x| >= 65536 -> inf; NaN keeps its payload's top two bits (never 0, which would be inf)
+    UOpRef m = (mag >> int64_t{21}) & int64_t{3};
+    UOpRef nan = m->ne(m->const_like(int64_t{0}))->where(m, m->const_like(int64_t{2})) |
+                 mag->const_like(int64_t{0x7C});
+    bits =
+        mag->lt(mag->const_like(int64_t{0x47800000}))
+            ->where(
+                bits,
+                mag->lt(mag->const_like(int64_t{0x7F800001}))->where(bits->const_like(int64_t{0x7C}), nan));
+  }
   return (bits | sign)->cast(out);
 }
 

@@ -22,15 +22,16 @@ struct Row {
 };
 // Generated with python3: torch.tensor(x).to(torch.bfloat16).view(torch.int16) for bfloat16. The installed
 // torch (1.13) has no float8, so fp8 comes from ml_dtypes' float8_e4m3fn/float8_e5m2 astype, which rounds as
-// PyTorch's c10 conversions do (overflow: e4m3 -> NaN, e5m2 -> inf; no saturation); a NaN input gives
-// 0x7F with its sign as c10 does (ml_dtypes writes 0x7E for e5m2). PyTorch's CPU bfloat16 NaN is 0xFFFF.
+// PyTorch's c10 conversions do (overflow: e4m3 -> NaN, e5m2 -> inf; no saturation). NaN rows are the one
+// place we differ from PyTorch: a NaN keeps its sign and its payload's top bits (bfloat16 0x7FC0/0xFFC0, e5m2
+// 0x7E/0xFE as ml_dtypes and INTERP) so copies keep bits; PyTorch's CPU bfloat16 NaN is 0xFFFF, c10's e5m2 0x7F.
 const Row kRows[] = {
     {0x00000000, 0x0000, 0x00, 0x00},  // 0.0
     {0x80000000, 0x8000, 0x80, 0x80},  // -0.0
     {0x3F800000, 0x3F80, 0x38, 0x3C},  // 1.0
     {0xBF800000, 0xBF80, 0xB8, 0xBC},  // -1.0
-    {0x7FC00000, 0xFFFF, 0x7F, 0x7F},  // nan
-    {0xFFC00000, 0xFFFF, 0xFF, 0xFF},  // nan
+    {0x7FC00000, 0x7FC0, 0x7F, 0x7E},  // nan
+    {0xFFC00000, 0xFFC0, 0xFF, 0xFE},  // nan
     {0x7F800000, 0x7F80, 0x7F, 0x7C},  // inf
     {0xFF800000, 0xFF80, 0xFF, 0xFC},  // -inf
     {0x3DCCCCCD, 0x3DCD, 0x1D, 0x2E},  // 0.10000000149011612
