@@ -315,10 +315,12 @@ double truncate_float(DType d, double v) {
       return round_minifloat(v, 10, 15, 65504.0, false);
     case Scalar::BFLOAT16:
       return to_bfloat16(v);
-    case Scalar::FP8E4M3:  // no infinities: inf becomes NaN, overflow saturates
-      return std::isinf(v) ? std::numeric_limits<double>::quiet_NaN() : round_minifloat(v, 3, 7, 448.0, true);
-    case Scalar::FP8E5M2:
-      return round_minifloat(v, 2, 15, 57344.0, true);
+    case Scalar::FP8E4M3: {  // as PyTorch's .to(): no infinities, so inf and overflow become NaN
+      double r = round_minifloat(v, 3, 7, 448.0, false);
+      return std::isinf(r) ? std::numeric_limits<double>::quiet_NaN() : r;
+    }
+    case Scalar::FP8E5M2:  // as PyTorch's .to(): overflow becomes infinity
+      return round_minifloat(v, 2, 15, 57344.0, false);
     default:
       throw DTypeError("truncate_float", fmt::format("{} is not a float dtype", d.str()));
   }

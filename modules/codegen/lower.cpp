@@ -146,6 +146,10 @@ UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const Lo
   PatternMatcher pm = symbolic_simple() + codegen::decompositions(caps);
   if (opts.extra != nullptr) pm = pm + *opts.extra;
   s = graph_rewrite(s, pm, nullptr, {.name = "decompositions"});
+  if (sdk::emulated_dtypes(caps) != 0) {
+    s = graph_rewrite(s, codegen::encode_stores(caps), nullptr, {.name = "encode stores", .bottom_up = true});
+    s = graph_rewrite(s, codegen::emulate_dtypes(caps), nullptr, {.name = "emulate dtypes"});
+  }
   if (native_op(caps, Ops::MULACC))
     s = graph_rewrite(s, codegen::form_mulacc(caps), nullptr, {.name = "form mulacc"});
   check_supported(s, caps);

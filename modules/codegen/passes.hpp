@@ -38,6 +38,11 @@ PatternMatcher decompositions(const sdk::RendererCaps& caps);
 // decomp.cpp: scalar float32 a*b+c -> MULACC (fused, one rounding) when the renderer has MULACC.
 PatternMatcher form_mulacc(const sdk::RendererCaps& caps);
 
+// emulate.cpp: dtypes in caps.emulated_dtypes -> integer bits in memory, float32 in registers. encode_stores
+// runs first (top down: a STORE's value still has its type), then emulate_dtypes retypes everything else.
+PatternMatcher encode_stores(const sdk::RendererCaps& caps);
+PatternMatcher emulate_dtypes(const sdk::RendererCaps& caps);
+
 // transcendental.cpp: float32/float64 polynomial and bit-trick versions, accurate to about 1 ulp.
 UOpRef xexp2(const UOpRef& d);
 UOpRef xlog2(const UOpRef& d);

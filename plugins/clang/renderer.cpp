@@ -40,9 +40,10 @@ class HalfStorageDialect final : public tg::sdk::CDialect {
 ClangRenderer::ClangRenderer(HalfMode half, unsigned threads) {
   using tg::Scalar;
   // bfloat16 and fp8 have no C arithmetic type in clang 14; codegen emulates them with integer ops.
+  caps_.emulated_dtypes = bit(Scalar::BFLOAT16) | bit(Scalar::FP8E4M3) | bit(Scalar::FP8E5M2);
   caps_.dtypes = bit(Scalar::BOOL) | bit(Scalar::INT8) | bit(Scalar::UINT8) | bit(Scalar::INT16) |
                  bit(Scalar::UINT16) | bit(Scalar::INT32) | bit(Scalar::UINT32) | bit(Scalar::INT64) |
-                 bit(Scalar::UINT64) | bit(Scalar::FLOAT32) | bit(Scalar::FLOAT64);
+                 bit(Scalar::UINT64) | bit(Scalar::FLOAT32) | bit(Scalar::FLOAT64) | caps_.emulated_dtypes;
   if (half != HalfMode::NONE) caps_.dtypes |= bit(Scalar::FLOAT16);
   // The basic ops plus MULACC (fused fma on float32/float64); the rest are decomposed by codegen.
   for (tg::Ops o : {tg::Ops::ADD, tg::Ops::MUL, tg::Ops::NEG, tg::Ops::IDIV, tg::Ops::MOD, tg::Ops::CMPLT,

@@ -483,9 +483,10 @@ BOOST_AUTO_TEST_CASE(caps_describe_this_cpu) {
       BOOST_TEST(caps.has_threads);
       BOOST_TEST(!caps.has_local);
       BOOST_TEST(caps.thread_count == std::max(1u, std::thread::hardware_concurrency()));
-      // bool, int8..uint64 (bits 1-9), float32 (12), float64 (13); bfloat16 (11) and fp8 never.
-      uint64_t base = 0x33FE;
-      BOOST_TEST((caps.dtypes & ~(uint64_t{1} << 10)) == base);
+      // bool, int8..uint64 (bits 1-9), float32 (12), float64 (13); bfloat16 (11) and fp8 (14, 15) emulated.
+      uint64_t emulated = (uint64_t{1} << 11) | (uint64_t{1} << 14) | (uint64_t{1} << 15);
+      BOOST_TEST((caps.dtypes & ~(uint64_t{1} << 10)) == (0x33FE | emulated));
+      BOOST_TEST(tg::sdk::emulated_dtypes(caps) == emulated);
       uint32_t lanes = cpu_has_flag("avx512f") ? 16 : cpu_has_flag("avx") ? 8 : 4;
       BOOST_TEST(caps.max_vector_width == lanes);
       // clang 14 has _Float16 arithmetic on x86-64 only with AVX512-FP16; with F16C the renderer uses the

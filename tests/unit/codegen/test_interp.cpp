@@ -213,10 +213,10 @@ BOOST_AUTO_TEST_CASE(small_floats_compute_in_float_and_round) {
   DType bf = dtypes::bfloat16;
   BOOST_TEST((run<uint16_t, uint16_t>(Ops::ADD, bf, {0x4380, 0x3f80}) == 0x4380));  // 257 ties to even 256
   BOOST_TEST((run<uint16_t, uint16_t>(Ops::MUL, bf, {0x4040, 0x4040}) == 0x4110));
-  // fp8e4m3: 1.0 = 0x38, 0.125 = 0x20, 448 = 0x7e (the largest), 64 = 0x68; no inf: overflow saturates
+  // fp8e4m3: 1.0 = 0x38, 0.125 = 0x20, 448 = 0x7e (the largest), 64 = 0x68; no inf: overflow is NaN (PyTorch)
   DType e4 = dtypes::fp8e4m3;
   BOOST_TEST((run<uint8_t, uint8_t>(Ops::ADD, e4, {0x38, 0x20}) == 0x39));  // 1.125
-  BOOST_TEST((run<uint8_t, uint8_t>(Ops::ADD, e4, {0x7e, 0x68}) == 0x7e));  // 512 -> 448
+  BOOST_TEST((run<uint8_t, uint8_t>(Ops::ADD, e4, {0x7e, 0x68}) == 0x7f));  // 512 -> NaN
   // fp8e5m2: 1.0 = 0x3c, 0.25 = 0x34, 57344 = 0x7b (the largest)
   DType e5 = dtypes::fp8e5m2;
   BOOST_TEST((run<uint8_t, uint8_t>(Ops::ADD, e5, {0x3c, 0x34}) == 0x3d));  // 1.25
@@ -242,7 +242,7 @@ BOOST_AUTO_TEST_CASE(casts_and_bitcasts) {
   BOOST_TEST((run_cast<int8_t, uint8_t>(Ops::CAST, dtypes::uint8, dtypes::int8, 255)) == -1);
   BOOST_TEST((run_cast<float, uint16_t>(Ops::CAST, dtypes::bfloat16, dtypes::float32, 0x3fc0)) == 1.5f);
   BOOST_TEST((run_cast<uint8_t, float>(Ops::CAST, dtypes::float32, dtypes::fp8e4m3, 1000.0f)) ==
-             0x7e);  // saturates
+             0x7f);  // NaN, as PyTorch's .to() (no saturation)
   BOOST_TEST((run_cast<int32_t, float>(Ops::BITCAST, dtypes::float32, dtypes::int32, 1.0f)) == 0x3f800000);
   BOOST_TEST((run_cast<float, uint16_t>(Ops::CAST, dtypes::float16, dtypes::float32, 0x3c00)) == 1.0f);
   BOOST_TEST((run_cast<uint16_t, int16_t>(Ops::BITCAST, dtypes::int16, dtypes::float16, 0x3c00)) == 0x3c00);

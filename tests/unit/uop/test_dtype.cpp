@@ -167,10 +167,11 @@ BOOST_AUTO_TEST_CASE(float_truncation) {
   BOOST_TEST(truncate_float(bfloat16, 3.14159265) == 3.140625);
   BOOST_TEST(truncate_float(float32, 0.1) == static_cast<double>(0.1f));
   BOOST_TEST(truncate_float(float64, 0.1) == 0.1);
-  BOOST_TEST(truncate_float(fp8e4m3, 1000.0) == 448.0);  // saturates
+  BOOST_TEST(std::isnan(truncate_float(fp8e4m3, 1000.0)));  // overflow is NaN, as PyTorch's .to()
+  BOOST_TEST(truncate_float(fp8e4m3, 464.0) == 448.0);      // the tie below 480 rounds to even
   BOOST_TEST(truncate_float(fp8e4m3, 0.3) == 0.3125);    // 1.25 * 2^-2
   BOOST_TEST(std::isnan(truncate_float(fp8e4m3, INFINITY)));
-  BOOST_TEST(truncate_float(fp8e5m2, 100000.0) == 57344.0);
+  BOOST_TEST(std::isinf(truncate_float(fp8e5m2, 100000.0)));  // overflow is inf, as PyTorch's .to()
   BOOST_TEST(truncate_float(fp8e5m2, 0.3) == 0.3125);
   BOOST_TEST(truncate_float(fp8e5m2, -3.3) == -3.5);
   BOOST_CHECK_THROW(truncate_float(int32, 1.0), DTypeError);

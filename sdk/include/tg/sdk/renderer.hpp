@@ -51,6 +51,10 @@ struct RendererCaps {
   // ABI minor 1: the tensor cores WMMA can use (the TC opt), read through tensor_cores().
   uint32_t tensor_core_count = 0;
   TensorCore tensor_cores[4] = {};
+  // ABI minor 3: bit i set = scalar dtype i (also set in `dtypes`) is stored as an unsigned integer of its
+  // width and computed in float32 by codegen (bfloat16, fp8 on devices without the type); read through
+  // emulated_dtypes().
+  uint64_t emulated_dtypes = 0;
 };
 
 // The caps' tensor cores; none for caps of a plugin built before they existed (a shorter struct_size).
@@ -58,6 +62,11 @@ inline std::span<const TensorCore> tensor_cores(const RendererCaps& c) {
   size_t end = offsetof(RendererCaps, tensor_cores) + sizeof(c.tensor_cores);
   if (c.struct_size < end) return {};
   return {c.tensor_cores, c.tensor_core_count < 4 ? c.tensor_core_count : 4};
+}
+
+// The caps' emulated dtypes; none for caps of a plugin built before they existed.
+inline uint64_t emulated_dtypes(const RendererCaps& c) {
+  return c.struct_size < offsetof(RendererCaps, emulated_dtypes) + sizeof(c.emulated_dtypes) ? 0 : c.emulated_dtypes;
 }
 
 inline bool has_dtype(const RendererCaps& c, unsigned scalar) { return (c.dtypes >> scalar) & 1u; }
