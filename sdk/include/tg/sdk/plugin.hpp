@@ -16,7 +16,7 @@
 
 // ABI policy: sdk/ABI.md. Major must match the core's; minor may be older down to TG_ABI_MINOR_FLOOR.
 #define TG_ABI_MAJOR 1
-#define TG_ABI_MINOR 2
+#define TG_ABI_MINOR 3
 #define TG_ABI_MINOR_FLOOR 0
 
 extern "C" {
