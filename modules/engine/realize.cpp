@@ -454,7 +454,9 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals, Keep& keep,
 
 void run_copy(const ScheduleItem& si, Keep& keep) {
   std::shared_ptr<DeviceStorage> dst = storage_for(*si.bufs.at(0)), src = storage_of(*si.bufs.at(1));
-  std::vector<std::byte> bytes(src->buf->nbytes());
+  // The source may be a longer buffer whose prefix is the value (a contiguous view of its first elements,
+  // kept as a view): the copy moves what the destination holds.
+  std::vector<std::byte> bytes(std::min(src->buf->nbytes(), dst->buf->nbytes()));
   src->buf->copyout(bytes);
   dst->buf->copyin(bytes);
   if (active_capture) {

@@ -83,3 +83,15 @@ BOOST_AUTO_TEST_CASE(data_parallel_gradients_match_the_whole_batch) {
     BOOST_TEST(g.to_vector<float>() == want, boost::test_tools::tolerance(1e-5f)
                                                  << boost::test_tools::per_element());
 }
+
+// A copy of the contiguous first part of a realized buffer (kept by the scheduler as a view of that buffer)
+// moves only that part; it used to copy the whole buffer and fail ("4000 bytes do not fit a 1336-byte
+// buffer").
+BOOST_AUTO_TEST_CASE(copying_a_prefix_view_moves_only_the_prefix) {
+  Tensor a = Tensor(iota(1000, 1.0f), {1000}).to("CLANG:0").realize();
+  Tensor b = Tensor(iota(1000, 2.0f), {1000}).to("CLANG:1").realize();
+  Tensor s = b.split({334, 333, 333})[0] + a.split({334, 333, 333})[0].contiguous().to("CLANG:1");
+  std::vector<float> got = s.to_vector<float>();
+  BOOST_REQUIRE(got.size() == 334u);
+  for (size_t i = 0; i < got.size(); i++) BOOST_TEST(got[i] == 3.0f * static_cast<float>(i + 1));
+}
