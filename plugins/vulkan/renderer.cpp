@@ -82,10 +82,6 @@ tg::sdk::RendererCaps glsl_caps(const ShaderFeatures& f, const ShaderLimits& l) 
   if (f.storage8 && f.int8) c.dtypes |= bit(Scalar::INT8) | bit(Scalar::UINT8);
   if (f.storage16 && f.int16) c.dtypes |= bit(Scalar::INT16) | bit(Scalar::UINT16);
   if (f.storage16 && f.float16) c.dtypes |= bit(Scalar::FLOAT16);
-  // bfloat16 and fp8 have no GLSL type: codegen stores their bits in uint16_t/uint8_t and computes in float.
-  if (f.storage16 && f.int16) c.emulated_dtypes |= bit(Scalar::BFLOAT16);
-  if (f.storage8 && f.int8) c.emulated_dtypes |= bit(Scalar::FP8E4M3) | bit(Scalar::FP8E5M2);
-  c.dtypes |= c.emulated_dtypes;
   if (f.int64) c.dtypes |= bit(Scalar::INT64) | bit(Scalar::UINT64);
   if (f.float64) c.dtypes |= bit(Scalar::FLOAT64);
   // EXP2/LOG2/SIN/POW are left to codegen's polynomials: Vulkan only bounds GLSL's exp2/log2/sin loosely.
