@@ -32,14 +32,15 @@ bool run_time_only(Ops op, DType d, std::span<const scalar::Value> s) {
 std::optional<ConstValue> fold_const(Ops op, DType dtype, std::span<const ConstValue> srcs) {
   if (arity(op) != static_cast<int>(srcs.size())) return std::nullopt;
   DType d = dtype.scalar_type();
-  if (!foldable(d) || !scalar::defined(op, d)) return std::nullopt;
+  if (!foldable(d)) return std::nullopt;
   scalar::Value v[3];
   for (size_t i = 0; i < srcs.size(); i++)
     v[i] = scalar::from_const(srcs[i], op == Ops::WHERE && i == 0 ? dtypes::bool_ : d);
   std::span<const scalar::Value> s(v, srcs.size());
   if (op != Ops::WHERE && run_time_only(op, d, s)) return std::nullopt;
   DType out = group::Comparison.contains(op) ? dtypes::bool_ : d;
-  return scalar::to_const(scalar::alu(op, out, d, s), out);
+  std::optional<scalar::Value> r = scalar::alu_if_defined(op, out, d, s);
+  return r ? std::optional(scalar::to_const(*r, out)) : std::nullopt;
 }
 
 std::optional<ConstValue> cast_const(const ConstValue& v, DType from, DType to) {

@@ -215,6 +215,10 @@ bool defined(Ops op, DType in) {
   return try_alu(op, d, d, std::span(zeros, 3)).has_value();
 }
 
+std::optional<Value> alu_if_defined(Ops op, DType out, DType in, std::span<const Value> src) {
+  return try_alu(op, out, in, src);
+}
+
 Value alu(Ops op, DType out, DType in, std::span<const Value> src) {
   if (std::optional<Value> v = try_alu(op, out, in, src)) return *v;
   throw ValueError("alu", fmt::format("{} is not defined on {}", op_name(op), in.str()));

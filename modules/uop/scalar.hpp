@@ -7,6 +7,7 @@
 // float -> int truncates, then wraps modulo 2^64 (NaN gives 0).
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "base/dtype.hpp"
@@ -37,7 +38,9 @@ inline Value float_value(double v) {
 // ValueError "[alu] IDIV is not defined on float32" for an op that has no meaning on the dtype.
 Value alu(Ops op, DType out, DType in, std::span<const Value> src);
 bool defined(Ops op, DType in);  // whether alu accepts op on operands of dtype in
-int bits_of(DType d);            // the width of its scalar (INDEX: 64)
+// alu without the error: nullopt for an op that has no meaning on the dtype.
+std::optional<Value> alu_if_defined(Ops op, DType out, DType in, std::span<const Value> src);
+int bits_of(DType d);  // the width of its scalar (INDEX: 64)
 // The identity of a reduce with op ADD, MUL or MAX on dtype d (MAX: -inf, false or the smallest integer).
 ConstValue identity_element(Ops op, DType d);
 // C conversion from one dtype to another (float -> int as above, anything -> bool is != 0).
