@@ -176,16 +176,15 @@ void w4() {
   dump("W4.gw", r[2]);
 }
 
-// One training step of the Fashion-MNIST CNN: forward, loss, backward, Adam update, all realized. w5 runs
-// it under tg::jit, so from the third call on only its kernels are replayed.
-Tensor train_step(tg::nn::Module& model, tg::nn::optim::Adam& opt, const Tensor& x, const Tensor& y) {
-  model.train();
-  Tensor loss = tg::nn::cross_entropy(model(x), y);
+// The rest of a training step once the loss is built: backward, the optimizer's update and the loss, all
+// realized. w5, w7 and w8 run it under tg::jit, so from the third call on only its kernels are replayed.
+Tensor minimize(tg::nn::optim::Optimizer& opt, Tensor loss) {
   opt.zero_grad();
   loss.backward();
   std::vector<Tensor> todo = opt.schedule_step();
   todo.push_back(loss);
   Tensor::realize_all(todo);
+  opt.zero_grad();  // the lazy gradients would keep this step's activations alive
   return loss;
 }
 
@@ -199,9 +198,8 @@ void w5() {
   for (size_t i = 0; i < labels.size(); i++) labels[i] = static_cast<int32_t>((i * 7) % 10);
   Tensor x = input({batch, 1, 28, 28}, 9, 0, 1), y = Tensor(labels, {batch}).realize();
   tg::Jit step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
-    Tensor loss = train_step(*model, opt, in[0], in[1]);
-    opt.zero_grad();  // the lazy gradients would keep this step's activations alive
-    return {loss};
+    model->train();
+    return {minimize(opt, tg::nn::cross_entropy((*model)(in[0]), in[1]))};
   });
   double best = 1e30;
   for (int s = 0; s < steps; s++) {
@@ -316,14 +314,7 @@ void w7() {
   tg::nn::optim::AdamW opt(params, 1e-4);
   tg::Jit step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
     Tensor y = blk.forward(in[0]);
-    Tensor loss = (y * y).mean();
-    opt.zero_grad();
-    loss.backward();
-    std::vector<Tensor> todo = opt.schedule_step();
-    todo.push_back(loss);
-    Tensor::realize_all(todo);
-    opt.zero_grad();
-    return {loss};
+    return {minimize(opt, (y * y).mean())};
   });
   int steps = quick ? 4 : 6;
   double best = 1e30;
@@ -372,14 +363,7 @@ void w8() {
   tg::nn::optim::Adam opt(model->parameters(), 3e-3);
   tg::nn::optim::OneCycleLR sched(opt, 3e-3, kW8Steps);
   tg::Jit step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
-    Tensor loss = tg::nn::cross_entropy((*model)(in[0]), in[1]);
-    opt.zero_grad();
-    loss.backward();
-    std::vector<Tensor> todo = opt.schedule_step();
-    todo.push_back(loss);
-    Tensor::realize_all(todo);
-    opt.zero_grad();
-    return {loss};
+    return {minimize(opt, tg::nn::cross_entropy((*model)(in[0]), in[1]))};
   });
   auto t0 = Clock::now();
   double acc = 0;
