@@ -1,6 +1,7 @@
 // CUDA: NVIDIA GPUs through the driver API (libcuda dlopened) with kernels from NVRTC. Without a GPU the
 // plugin still compiles for any sm_XX NVRTC knows (the compile-only device behind tg-conformance
 // --compile-only).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -9,14 +10,17 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/env.hpp"
 #include "plugins/cuda/api.hpp"
 #include "plugins/cuda/compiler.hpp"
 #include "plugins/cuda/renderer.hpp"
+#include "runtime/device.hpp"
 #include "tg/sdk/graph.hpp"
 #include "tg/sdk/host_memory.hpp"
 #include "tg/sdk/plugin.hpp"
+#include "tg/sdk/spec_fields.hpp"
 
 // The variables this plugin reads (`tg env` lists them under CUDA).
 const tg::env::Declare kEnv{
@@ -372,6 +376,43 @@ ArchLimits limits_of(const Context& c) {
   return l;
 }
 
+// The archs a device of compute capability `sm` runs: every one NVRTC knows from sm_75 up to its own (the
+// driver compiles older PTX for it; a cubin of the same major version runs as it is).
+std::vector<int> runnable_archs(int sm) {
+  std::string why;
+  std::vector<int> out;
+  for (int a : supported_archs(&why))
+    if (a >= 75 && a <= sm) out.push_back(a);
+  return out;
+}
+
+// The arch field of DEV (DEV=CUDA[:n]:cuda:sm_XX) when DEV names CUDA: code is compiled for that arch instead
+// of the device's own, e.g. to run sm_80 code (no sm_90 features) on an H100. create() receives only the
+// index, so the plugin reads DEV itself, with the core's parser; the field applies to every CUDA device of
+// the process. `limits` are the device's; the result is what the renderer and compiler target.
+ArchLimits arch_from_dev(ArchLimits limits) {
+  std::string dev = env::get("DEV");
+  if (dev.empty()) return limits;
+  tg::DeviceSpec spec = tg::DeviceSpec::parse(dev);
+  if (spec.name != "CUDA" || (spec.renderer.empty() && spec.arch.empty())) return limits;
+  if (spec.renderer != "cuda")
+    throw std::runtime_error(
+        fmt::format("[CUDA] unknown renderer '{}' in DEV={}: CUDA renders 'cuda' (CUDA C through NVRTC)",
+                    spec.renderer, dev));
+  if (spec.arch.empty()) return limits;
+  std::optional<int> sm = parse_arch(spec.arch);
+  std::vector<int> ok = runnable_archs(limits.sm);
+  if (!sm || std::find(ok.begin(), ok.end(), *sm) == ok.end())
+    throw std::runtime_error(fmt::format(
+        "[CUDA] DEV={}: this sm_{} device runs {}; '{}' is {}", dev, limits.sm,
+        ok.empty() ? std::string("no arch NVRTC knows") : fmt::format("sm_{}", fmt::join(ok, ", sm_")),
+        spec.arch,
+        !sm ? "not a CUDA arch (sm_80, sm_90, ...)"
+            : (*sm > limits.sm ? "newer than the device" : "older than sm_75 or unknown to NVRTC")));
+  limits.sm = *sm;
+  return limits;
+}
+
 // A target with no device: the renderer and compiler of sm_XX, host memory so tensors can be built, and no
 // way to load a program.
 class CudaTarget final : public tg::sdk::Device {
@@ -426,18 +467,23 @@ class CudaDevice final : public tg::sdk::Device {
   explicit CudaDevice(int32_t index)
       : ctx_(std::make_shared<Context>(index)),
         limits_(limits_of(*ctx_)),
+        target_(arch_from_dev(limits_)),
         allocator_(ctx_),
-        compiler_(limits_.sm),
-        renderer_(cuda_caps(limits_)),
+        compiler_(target_.sm),
+        renderer_(cuda_caps(target_)),
         graphs_(ctx_) {
+    for (int a : runnable_archs(limits_.sm)) archs_ += fmt::format("{}sm_{}", archs_.empty() ? "" : " ", a);
+    fields_ = {.renderers = "cuda", .archs = archs_.c_str()};
     char name[256] = {};
     ctx_->cu().cuDeviceGetName(name, sizeof name, ctx_->device());
     int driver = 0;
     ctx_->cu().cuDriverGetVersion(&driver);
     size_t mem = 0;
     ctx_->cu().cuDeviceTotalMem_v2(&mem, ctx_->device());
-    description_ = fmt::format("{} (sm_{}, {} GiB), driver CUDA {}.{}, {}", name, limits_.sm, mem >> 30,
-                               driver / 1000, driver % 1000 / 10, compiler_.cache_key());
+    description_ =
+        fmt::format("{} (sm_{}, {} GiB), driver CUDA {}.{}, {}{}", name, limits_.sm, mem >> 30, driver / 1000,
+                    driver % 1000 / 10, compiler_.cache_key(),
+                    target_.sm != limits_.sm ? fmt::format(", compiling for sm_{}", target_.sm) : "");
   }
 
   tg::sdk::Allocator& allocator() noexcept override { return allocator_; }
@@ -445,6 +491,7 @@ class CudaDevice final : public tg::sdk::Device {
   tg::sdk::Compiler& compiler() noexcept override { return compiler_; }
   std::string_view description() const noexcept override { return description_; }
   const void* extension(uint32_t id) noexcept override {
+    if (id == tg::sdk::kSpecFieldsExtension) return &fields_;
     return id == tg::sdk::kLaunchGraphExtension ? static_cast<const tg::sdk::LaunchGraphs*>(&graphs_)
                                                 : nullptr;
   }
@@ -488,7 +535,10 @@ class CudaDevice final : public tg::sdk::Device {
 
  private:
   std::shared_ptr<Context> ctx_;
-  ArchLimits limits_;
+  ArchLimits limits_;  // the device's
+  ArchLimits target_;  // what code is compiled for: the device's, or DEV's arch field
+  std::string archs_;
+  tg::sdk::SpecFields fields_;
   CudaAllocator allocator_;
   CudaCompiler compiler_;
   CudaRenderer renderer_;

@@ -32,6 +32,12 @@ RendererCaps cuda_caps(const ArchLimits& l) {
                    Scalar::UINT32, Scalar::INT64, Scalar::UINT64, Scalar::FLOAT16, Scalar::BFLOAT16,
                    Scalar::FLOAT32, Scalar::FLOAT64})
     set_bit(&c.dtypes, static_cast<int>(s));
+  // fp8 lives in memory as bytes and computes in float (codegen's emulation, as CLANG): cuda_fp8.h converts
+  // in hardware only with saturation (cvt.rn.satfinite), and PyTorch's .to() gives NaN/inf on overflow.
+  for (Scalar s : {Scalar::FP8E4M3, Scalar::FP8E5M2}) {
+    set_bit(&c.dtypes, static_cast<int>(s));
+    c.emulated_dtypes |= uint64_t{1} << static_cast<int>(s);
+  }
   for (Ops o :
        {Ops::ADD, Ops::MUL,  Ops::NEG,   Ops::IDIV, Ops::MOD,  Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ,
         Ops::AND, Ops::OR,   Ops::XOR,   Ops::SHL,  Ops::SHR,  Ops::WHERE, Ops::FDIV,  Ops::RECIPROCAL,

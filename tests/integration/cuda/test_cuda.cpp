@@ -105,6 +105,42 @@ BOOST_AUTO_TEST_CASE(a_missing_index_names_the_devices_that_exist) {
              r.out);
 }
 
+// DEV's arch field picks what a running device compiles for: any arch NVRTC knows from sm_75 up to the
+// device's own; newer, older, foreign archs and other renderers are refused by name before anything runs.
+BOOST_AUTO_TEST_CASE(dev_arch_field_sets_the_target_of_a_running_device) {
+  auto demo = [](const std::string& dev) {
+    return tg_cli(fake_driver("FAKE_CUDA_COUNT=1 FAKE_CUDA_SM=90 DEV=" + dev), "demo").out;
+  };
+  std::string out = demo("CUDA:0:cuda:sm_80");
+  BOOST_TEST(out.find("(sm_90, 1 GiB)") != std::string::npos, out);
+  BOOST_TEST(out.find(" sm_80 ptx-pin") != std::string::npos, out);  // the compiler's cache key
+  BOOST_TEST(out.find("compiling for sm_80") != std::string::npos, out);
+  out = demo("CUDA:cuda:sm_90");
+  BOOST_TEST(out.find(" sm_90 ptx-pin") != std::string::npos, out);
+  BOOST_TEST(out.find("compiling for") == std::string::npos, out);
+  out = demo("CUDA:0:cuda:sm_100");
+  BOOST_TEST(out.find("'sm_100' is newer than the device") != std::string::npos, out);
+  BOOST_TEST(out.find("this sm_90 device runs sm_75, sm_80") != std::string::npos, out);
+  out = demo("CUDA:0:cuda:sm_61");
+  BOOST_TEST(out.find("'sm_61' is older than sm_75") != std::string::npos, out);
+  out = demo("CUDA:0:cuda:gfx90a");
+  BOOST_TEST(out.find("'gfx90a' is not a CUDA arch") != std::string::npos, out);
+  out = demo("CUDA:0:ptx");
+  BOOST_TEST(out.find("unknown renderer 'ptx'") != std::string::npos, out);
+  // sm_75, which has no tensor cores, is a target an sm_90 device takes too.
+  out = tg_cli(fake_driver("FAKE_CUDA_COUNT=1 FAKE_CUDA_SM=90 DEV=CUDA:0:cuda:sm_75"), "demo").out;
+  BOOST_TEST(out.find("compiling for sm_75") != std::string::npos, out);
+}
+
+BOOST_AUTO_TEST_CASE(fp8_is_emulated_in_bytes) {
+  auto dev = target("sm_90");
+  BOOST_REQUIRE(dev);
+  const tg::sdk::RendererCaps& caps = dev->renderer().caps();
+  for (tg::Scalar s : {tg::Scalar::FP8E4M3, tg::Scalar::FP8E5M2})
+    BOOST_TEST((tg::sdk::emulated_dtypes(caps) >> static_cast<int>(s) & 1) == 1);
+  BOOST_TEST((tg::sdk::emulated_dtypes(caps) >> static_cast<int>(tg::Scalar::BFLOAT16) & 1) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(nvrtc_rejections_carry_its_log) {
   auto dev = target("sm_90");
   BOOST_REQUIRE(dev);
