@@ -187,7 +187,7 @@ struct Applier {
     if (o.axis < 0 || o.axis >= static_cast<int64_t>(axes.size()))
       fail(fmt::format("axis out of range (the kernel has {} axes)", axes.size()));
     UOpRef r = axes[static_cast<size_t>(o.axis)];
-    if (o.op == OptOps::TC) fail("TC must be the first and only opt");
+    if (o.op == OptOps::TC) fail("TC must be the first opt");
     if (o.op == OptOps::SWAP) {
       if (o.arg < 0 || o.arg >= static_cast<int64_t>(axes.size()) || o.arg == o.axis)
         fail(fmt::format("the other axis must be a different axis below {}", axes.size()));
@@ -320,10 +320,7 @@ std::vector<KernelAxis> kernel_axes(const UOpRef& ast) {
 
 UOpRef apply_opts(const UOpRef& ast, std::span<const Opt> opts, const sdk::RendererCaps& caps) {
   if (opts.empty()) return ast;
-  if (opts[0].op == OptOps::TC) {
-    if (opts.size() > 1) throw ValueError("opts", fmt::format("{}: TC takes no other opts", opts[1].str()));
-    return apply_tc(ast, opts[0], caps);
-  }
+  if (opts[0].op == OptOps::TC) return apply_tc(ast, opts[0], opts.subspan(1), caps);
   Applier a{ast, {}, {}, 0, false};
   for (const KernelAxis& k : kernel_axes(ast)) a.axes.push_back(k.range);
   std::vector<const UOp*> others;

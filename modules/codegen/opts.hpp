@@ -61,7 +61,10 @@ bool inside_other_reduce(const UOpRef& ast, const UOp* r);
 UOpRef apply_opts(const UOpRef& ast, std::span<const Opt> opts, const sdk::RendererCaps& caps);
 
 // The TC opt (codegen/tc.cpp): the kernel rebuilt as warps of WMMAs over tiles of its one multiply-add.
-UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps);
+// `after` are the opts that follow TC: UPCAST of the tile's row or column axis (kernel_axes numbering) by k
+// gives each warp k tiles along it, which share the other operand's elements; LOCAL by k puts k warps
+// side by side along it in one workgroup.
+UOpRef apply_tc(const UOpRef& ast, const Opt& o, std::span<const Opt> after, const sdk::RendererCaps& caps);
 // WMMA's arg, the tensor core as m, n, k, threads, in, acc, then a_bits, b_bits, c_bits (16 each), and back
 // (ValueError when it is not one).
 IntVec wmma_arg(const sdk::TensorCore& tc);

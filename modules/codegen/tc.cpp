@@ -1,9 +1,10 @@
 // The TC opt: a kernel whose one reduce is a multiply-add of two operands (a matmul, a batched one, any
 // elementwise work after it) runs on a tensor core the renderer declares. Each warp of `threads` lanes
-// computes one m x n tile of the output: an accumulator of m * n / threads values per lane, a loop over the
-// reduce axis in steps of k, and per step one WMMA on the A and B elements each lane holds. Which element of
-// a tile a lane holds is the tensor core's bit layout (sdk::TensorCore), so every load, accumulator slot and
-// store index below is the original index with the tile's coordinates put in.
+// computes um x un tiles of m x n outputs: an accumulator of m * n / threads values per lane and tile, a loop
+// over the reduce axis in steps of k, and per step um A fragments, un B fragments and um * un WMMAs, so each
+// fragment a lane loads feeds several WMMAs. lm x ln warps share a workgroup (LOCAL), next to each other.
+// Which element of a tile a lane holds is the tensor core's bit layout (sdk::TensorCore), so every load,
+// accumulator slot and store index below is the original index with the tile's coordinates put in.
 #include <algorithm>
 #include <bit>
 
@@ -79,7 +80,7 @@ TensorCore wmma_core(const IntVec& v) {
   return tc;
 }
 
-UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) {
+UOpRef apply_tc(const UOpRef& ast, const Opt& o, std::span<const Opt> after, const sdk::RendererCaps& caps) {
   auto fail = [&](const std::string& why) -> UOpRef {
     throw ValueError("opts", fmt::format("{}: {}", o.str(), why));
   };
@@ -144,7 +145,8 @@ UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) 
 
   // m: the output axis only A moves along; n: the one only B does (the innermost of each).
   UOpRef m, n;
-  for (const KernelAxis& a : kernel_axes(ast)) {
+  std::vector<KernelAxis> axes = kernel_axes(ast);
+  for (const KernelAxis& a : axes) {
     if (a.reduce) continue;
     bool dx = depends(x, a.range.get()), dy = depends(y, a.range.get());
     if (dx && !dy) m = a.range;
@@ -156,9 +158,38 @@ UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) 
     return fail(fmt::format("the {} x {} x {} product does not divide into {} x {} x {} tiles", sm, sn, sk,
                             tc.m, tc.n, tc.k));
 
+  // The opts after TC: tiles per warp (UPCAST) and warps per workgroup (LOCAL) along the rows (m) or the
+  // columns (n).
+  int64_t um = 1, un = 1, lm = 1, ln = 1;
+  for (const Opt& a : after) {
+    auto bad = [&](const std::string& why) { throw ValueError("opts", fmt::format("{}: {}", a.str(), why)); };
+    if (a.op != OptOps::UPCAST && a.op != OptOps::LOCAL)
+      bad("after TC only UPCAST and LOCAL of the tile's row or column axis apply");
+    if (a.axis < 0 || a.axis >= static_cast<int64_t>(axes.size()) ||
+        (axes[static_cast<size_t>(a.axis)].range != m && axes[static_cast<size_t>(a.axis)].range != n))
+      bad("after TC the axis must be the tile's row or column axis");
+    if (a.arg < 2 || !std::has_single_bit(static_cast<uint64_t>(a.arg)))
+      bad("the amount must be 2, 4, 8, ...");
+    bool rows = axes[static_cast<size_t>(a.axis)].range == m;
+    int64_t& f = a.op == OptOps::UPCAST ? (rows ? um : un) : (rows ? lm : ln);
+    f *= a.arg;
+    if ((rows ? sm / tc.m : sn / tc.n) % ((rows ? um * lm : un * ln)) != 0)
+      bad(fmt::format("{} tiles of {} do not divide into {} per workgroup", rows ? sm / tc.m : sn / tc.n,
+                      rows ? tc.m : tc.n, rows ? um * lm : un * ln));
+  }
+  if (um * un > 32) throw ValueError("opts", fmt::format("{} tiles per warp exceed 32", um * un));
+  if (int64_t t = tc.threads * lm * ln; caps.max_local_size != 0 && t > int64_t{caps.max_local_size})
+    throw ValueError("opts", fmt::format("{} warps of {} exceed the '{}' renderer's {} work items per group",
+                                         lm * ln, tc.threads, caps.dialect, caps.max_local_size));
+
   auto fresh = [&](int64_t size, AxisType t) { return UOp::range(idx(size), next_id++, t); };
-  UOpRef mo = fresh(sm / tc.m, AxisType::LOOP), no = fresh(sn / tc.n, AxisType::LOOP);
+  UOpRef mo = fresh(sm / (tc.m * um * lm), AxisType::LOOP), no = fresh(sn / (tc.n * un * ln), AxisType::LOOP);
+  // The lane is created last of the local ranges so it is lidx0: the warp is 32 consecutive work items.
+  UOpRef wm = lm > 1 ? fresh(lm, AxisType::LOCAL) : idx(0), wn = ln > 1 ? fresh(ln, AxisType::LOCAL) : idx(0);
   UOpRef lane = fresh(tc.threads, AxisType::LOCAL), ko = fresh(sk / tc.k, AxisType::REDUCE);
+  // Tile i of a warp along the rows (j along the columns), counted in tiles.
+  auto tile_m = [&](int64_t i) { return (mo * idx(lm) + wm) * idx(um) + idx(i); };
+  auto tile_n = [&](int64_t j) { return (no * idx(ln) + wn) * idx(un) + idx(j); };
   // Element e's (row, column) in the whole operand: the tile's origin plus its place in the tile.
   auto at = [&](const uint8_t* bits, int64_t e, const UOpRef& tile_r, int64_t rows, const UOpRef& tile_c,
                 int64_t cols) {
@@ -166,19 +197,23 @@ UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) 
                      tile_c * idx(cols) + tc_coordinate(lane, bits + log2(rows), log2(cols), e)};
   };
   int64_t ea = tc.m * tc.k / tc.threads, eb = tc.k * tc.n / tc.threads, ec = tc.m * tc.n / tc.threads;
+  const int64_t slots = ec * um * un;  // tile (i, j)'s element e is slot (i * un + j) * ec + e
 
-  // The accumulator: ec slots per lane, zero inside the tile's loops, updated once per step of k.
+  // The accumulator: ec slots per lane and tile, zero inside the tile's loops, updated once per step of k.
   std::vector<UOpRef> outer;
   for (size_t i = 1; i < end->src().size(); i++)
     if (end->src(i) != m && end->src(i) != n) outer.push_back(end->src(i));
-  outer.insert(outer.end(), {mo, no, lane});
-  DType ptr = acc_t.ptr(AddrSpace::REG, ec);
+  outer.insert(outer.end(), {mo, no});
+  for (const UOpRef& w : {wm, wn})
+    if (!w->is_const()) outer.push_back(w);
+  outer.push_back(lane);
+  DType ptr = acc_t.ptr(AddrSpace::REG, slots);
   UOpRef acc = UOp::make(Ops::DEFINE_REG, ptr, {}, int64_t{0});
   std::vector<UOpRef> deps{acc};
   deps.insert(deps.end(), outer.begin(), outer.end());
   UOpRef zero_at = UOp::make(Ops::AFTER, ptr, deps);
   std::vector<UOpRef> inits;
-  for (int64_t e = 0; e < ec; e++)
+  for (int64_t e = 0; e < slots; e++)
     inits.push_back(
         UOp::make(Ops::STORE, dtypes::void_,
                   {UOp::make(Ops::INDEX, ptr, {zero_at, idx(e)}), UOp::const_(acc_t, ConstValue{0.0})}));
@@ -187,38 +222,52 @@ UOpRef apply_tc(const UOpRef& ast, const Opt& o, const sdk::RendererCaps& caps) 
   loop_deps.push_back(ko);
   UOpRef in_loop = UOp::make(Ops::AFTER, ptr, loop_deps);
 
-  std::vector<UOpRef> a_el, b_el, c_el;
-  for (int64_t e = 0; e < ea; e++) {
-    auto [r, c] = at(tc.a_bits, e, mo, tc.m, ko, tc.k);
-    a_el.push_back(x->substitute({{m.get(), r}, {k.get(), c}}));
+  std::vector<UOpRef> a_frag, b_frag, updates;
+  for (int64_t i = 0; i < um; i++) {
+    std::vector<UOpRef> el;
+    for (int64_t e = 0; e < ea; e++) {
+      auto [r, c] = at(tc.a_bits, e, tile_m(i), tc.m, ko, tc.k);
+      el.push_back(x->substitute({{m.get(), r}, {k.get(), c}}));
+    }
+    a_frag.push_back(UOp::make(Ops::VECTORIZE, in.vec(static_cast<int>(ea)), el));
   }
-  for (int64_t e = 0; e < eb; e++) {
-    auto [r, c] = at(tc.b_bits, e, ko, tc.k, no, tc.n);
-    b_el.push_back(y->substitute({{k.get(), r}, {n.get(), c}}));
+  for (int64_t j = 0; j < un; j++) {
+    std::vector<UOpRef> el;
+    for (int64_t e = 0; e < eb; e++) {
+      auto [r, c] = at(tc.b_bits, e, ko, tc.k, tile_n(j), tc.n);
+      el.push_back(y->substitute({{k.get(), r}, {n.get(), c}}));
+    }
+    b_frag.push_back(UOp::make(Ops::VECTORIZE, in.vec(static_cast<int>(eb)), el));
   }
-  for (int64_t e = 0; e < ec; e++)
-    c_el.push_back(UOp::make(Ops::LOAD, acc_t, {UOp::make(Ops::INDEX, ptr, {in_loop, idx(e)})}));
-  UOpRef d = UOp::make(Ops::WMMA, acc_t.vec(static_cast<int>(ec)),
-                       {UOp::make(Ops::VECTORIZE, in.vec(static_cast<int>(ea)), a_el),
-                        UOp::make(Ops::VECTORIZE, in.vec(static_cast<int>(eb)), b_el),
-                        UOp::make(Ops::VECTORIZE, acc_t.vec(static_cast<int>(ec)), c_el)},
-                       wmma_arg(tc));
-  std::vector<UOpRef> updates;
-  for (int64_t e = 0; e < ec; e++)
-    updates.push_back(UOp::make(
-        Ops::STORE, dtypes::void_,
-        {UOp::make(Ops::INDEX, ptr, {in_loop, idx(e)}), UOp::make(Ops::GEP, acc_t, {d}, IntVec{e})}));
+  for (int64_t i = 0; i < um; i++)
+    for (int64_t j = 0; j < un; j++) {
+      const int64_t base = (i * un + j) * ec;
+      std::vector<UOpRef> c_el;
+      for (int64_t e = 0; e < ec; e++)
+        c_el.push_back(UOp::make(Ops::LOAD, acc_t, {UOp::make(Ops::INDEX, ptr, {in_loop, idx(base + e)})}));
+      UOpRef d = UOp::make(Ops::WMMA, acc_t.vec(static_cast<int>(ec)),
+                           {a_frag[static_cast<size_t>(i)], b_frag[static_cast<size_t>(j)],
+                            UOp::make(Ops::VECTORIZE, acc_t.vec(static_cast<int>(ec)), c_el)},
+                           wmma_arg(tc));
+      for (int64_t e = 0; e < ec; e++)
+        updates.push_back(UOp::make(Ops::STORE, dtypes::void_,
+                                    {UOp::make(Ops::INDEX, ptr, {in_loop, idx(base + e)}),
+                                     UOp::make(Ops::GEP, acc_t, {d}, IntVec{e})}));
+    }
   UOpRef loop = UOp::make(Ops::END, dtypes::void_, {UOp::make(Ops::NOOP, dtypes::void_, updates), ko});
   UOpRef done = UOp::make(Ops::AFTER, ptr, {acc, loop});
 
   // The store, once per element a lane holds: the sum is that slot, the tile's coordinates put in.
   std::vector<UOpRef> outs;
-  for (int64_t e = 0; e < ec; e++) {
-    UOpRef sum = UOp::make(Ops::LOAD, acc_t, {UOp::make(Ops::INDEX, ptr, {done, idx(e)})});
-    auto [r, c] = at(tc.c_bits, e, mo, tc.m, no, tc.n);
-    UOpRef s = end->src(0)->substitute({{red.get(), sum}});
-    outs.push_back(s->substitute({{m.get(), r}, {n.get(), c}}));
-  }
+  for (int64_t i = 0; i < um; i++)
+    for (int64_t j = 0; j < un; j++)
+      for (int64_t e = 0; e < ec; e++) {
+        UOpRef sum =
+            UOp::make(Ops::LOAD, acc_t, {UOp::make(Ops::INDEX, ptr, {done, idx((i * un + j) * ec + e)})});
+        auto [r, c] = at(tc.c_bits, e, tile_m(i), tc.m, tile_n(j), tc.n);
+        UOpRef s = end->src(0)->substitute({{red.get(), sum}});
+        outs.push_back(s->substitute({{m.get(), r}, {n.get(), c}}));
+      }
   std::vector<UOpRef> end_src{UOp::make(Ops::NOOP, dtypes::void_, outs)};
   end_src.insert(end_src.end(), outer.begin(), outer.end());
   return UOp::sink({UOp::make(Ops::END, dtypes::void_, end_src)});

@@ -334,64 +334,68 @@ BOOST_AUTO_TEST_CASE(shared_memory) {
 
 // Each declared tensor core: a (2m x 2k) by (2k x 2n) product of small integers in its input dtype, summed in
 // its accumulator dtype through the TC opt (WMMA), gives the exact sums. The caps' lane layout is what is
-// tried: a wrong bit makes wrong sums.
+// tried: a wrong bit makes wrong sums. Then a (4m x 2k) by (2k x 4n) product with 2 x 2 tiles per warp and
+// 2 x 2 warps per workgroup (the opts the heuristic adds after TC on big matmuls).
 BOOST_AUTO_TEST_CASE(tensor_cores) {
   const sdk::RendererCaps& c = device().caps();
   std::span<const sdk::TensorCore> tcs = sdk::tensor_cores(c);
   if (tcs.empty()) return record_unsupported("tensor_cores", "the caps declare none");
-  for (size_t t = 0; t < tcs.size(); t++) {
-    std::string item = fmt::format("tensor_core_{}", t);
-    if (const std::string* why = manifest_unsupported(item)) {
-      record_unsupported(item, *why);
-      continue;
+  for (size_t t = 0; t < tcs.size(); t++)
+    for (bool tiled : {false, true}) {
+      std::string item = fmt::format("tensor_core_{}{}", t, tiled ? "_tiled" : "");
+      if (const std::string* why = manifest_unsupported(item)) {
+        record_unsupported(item, *why);
+        continue;
+      }
+      const sdk::TensorCore& tc = tcs[t];
+      DType in = DType(static_cast<Scalar>(tc.in)), acc = DType(static_cast<Scalar>(tc.acc));
+      const int64_t m = (tiled ? 4 : 2) * tc.m, n = (tiled ? 4 : 2) * tc.n, k = 2 * tc.k;
+      std::vector<Opt> opts{{OptOps::TC, 0, static_cast<int64_t>(t)}};
+      if (tiled)
+        opts.insert(
+            opts.end(),
+            {{OptOps::UPCAST, 1, 2}, {OptOps::UPCAST, 0, 2}, {OptOps::LOCAL, 1, 2}, {OptOps::LOCAL, 0, 2}});
+      std::string err;
+      try {
+        UOpRef i = UOp::range(idx(m), 0), j = UOp::range(idx(n), 1),
+               r = UOp::range(idx(k), 2, AxisType::REDUCE);
+        UOpRef a = load(glob(1, in, m * k), i * idx(k) + r), b = load(glob(2, in, k * n), r * idx(n) + j);
+        if (in != acc) a = a->cast(acc), b = b->cast(acc);
+        UOpRef sum = UOp::make(Ops::REDUCE, acc, {a * b, r}, Ops::ADD);
+        UOpRef st = store(glob(0, acc, m * n), i * idx(n) + j, sum);
+        UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, i, j})});
+        LinearProgram p = lower_kernel(ast, c, LowerOptions{.name = "conf_tc", .opts = opts});
+        Loaded l{Rendered{p, ""}, nullptr};
+        sdk::Blob src;
+        check(device().renderer().render(p.name, p.view(), src), "render", p.name);
+        l.k.source = std::string(src.text());
+        sdk::Blob bin = device().compile(l.k.source);
+        if (err = check_tc_disassembly(bin.bytes()); !err.empty()) throw std::runtime_error(err);
+        stop_if_compile_only();
+        l.program = device().load(p.name, bin.bytes());
+        std::vector<float> av(static_cast<size_t>(m * k)), bv(static_cast<size_t>(k * n)),
+            want(static_cast<size_t>(m * n));
+        for (size_t q = 0; q < av.size(); q++) av[q] = static_cast<float>((q * 7) % 5);
+        for (size_t q = 0; q < bv.size(); q++) bv[q] = static_cast<float>((q * 3) % 7);
+        for (int64_t y = 0; y < m; y++)
+          for (int64_t x = 0; x < n; x++)
+            for (int64_t z = 0; z < k; z++) want[y * n + x] += av[y * k + z] * bv[z * n + x];
+        std::vector<std::byte> ab = Tensor(av, {m, k}, in, "INTERP").to_bytes(),
+                               bb = Tensor(bv, {k, n}, in, "INTERP").to_bytes(),
+                               wb = Tensor(want, {m, n}, acc, "INTERP").to_bytes();
+        RawBuffer out(wb.size()), ba(ab.size()), bb2(bb.size());
+        ba.write(ab), bb2.write(bb);
+        err = launch(l, {out.handle(), ba.handle(), bb2.handle()}, {}, p.launch_dims({}));
+        if (err.empty() && out.read() != wb) err = "the sums differ from the exact ones";
+      } catch (const CompiledOnly&) {
+        err.clear();
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+      record(item, err.empty(),
+             fmt::format("{} x {} x {} tiles of {} into {}, {} lanes{}: {}", tc.m, tc.n, tc.k, in.name(),
+                         acc.name(), tc.threads, tiled ? ", 2 x 2 per warp, 2 x 2 warps" : "", err));
     }
-    const sdk::TensorCore& tc = tcs[t];
-    DType in = DType(static_cast<Scalar>(tc.in)), acc = DType(static_cast<Scalar>(tc.acc));
-    const int64_t m = 2 * tc.m, n = 2 * tc.n, k = 2 * tc.k;
-    std::string err;
-    try {
-      UOpRef i = UOp::range(idx(m), 0), j = UOp::range(idx(n), 1),
-             r = UOp::range(idx(k), 2, AxisType::REDUCE);
-      UOpRef a = load(glob(1, in, m * k), i * idx(k) + r), b = load(glob(2, in, k * n), r * idx(n) + j);
-      if (in != acc) a = a->cast(acc), b = b->cast(acc);
-      UOpRef sum = UOp::make(Ops::REDUCE, acc, {a * b, r}, Ops::ADD);
-      UOpRef st = store(glob(0, acc, m * n), i * idx(n) + j, sum);
-      UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, i, j})});
-      LinearProgram p =
-          lower_kernel(ast, c,
-                       LowerOptions{.name = "conf_tc",
-                                    .opts = std::vector<Opt>{{OptOps::TC, 0, static_cast<int64_t>(t)}}});
-      Loaded l{Rendered{p, ""}, nullptr};
-      sdk::Blob src;
-      check(device().renderer().render(p.name, p.view(), src), "render", p.name);
-      l.k.source = std::string(src.text());
-      sdk::Blob bin = device().compile(l.k.source);
-      if (err = check_tc_disassembly(bin.bytes()); !err.empty()) throw std::runtime_error(err);
-      stop_if_compile_only();
-      l.program = device().load(p.name, bin.bytes());
-      std::vector<float> av(static_cast<size_t>(m * k)), bv(static_cast<size_t>(k * n)),
-          want(static_cast<size_t>(m * n));
-      for (size_t q = 0; q < av.size(); q++) av[q] = static_cast<float>((q * 7) % 5);
-      for (size_t q = 0; q < bv.size(); q++) bv[q] = static_cast<float>((q * 3) % 7);
-      for (int64_t y = 0; y < m; y++)
-        for (int64_t x = 0; x < n; x++)
-          for (int64_t z = 0; z < k; z++) want[y * n + x] += av[y * k + z] * bv[z * n + x];
-      std::vector<std::byte> ab = Tensor(av, {m, k}, in, "INTERP").to_bytes(),
-                             bb = Tensor(bv, {k, n}, in, "INTERP").to_bytes(),
-                             wb = Tensor(want, {m, n}, acc, "INTERP").to_bytes();
-      RawBuffer out(wb.size()), ba(ab.size()), bb2(bb.size());
-      ba.write(ab), bb2.write(bb);
-      err = launch(l, {out.handle(), ba.handle(), bb2.handle()}, {}, p.launch_dims({}));
-      if (err.empty() && out.read() != wb) err = "the sums differ from the exact ones";
-    } catch (const CompiledOnly&) {
-      err.clear();
-    } catch (const std::exception& e) {
-      err = e.what();
-    }
-    record(item, err.empty(),
-           fmt::format("{} x {} x {} tiles of {} into {}, {} lanes: {}", tc.m, tc.n, tc.k, in.name(),
-                       acc.name(), tc.threads, err));
-  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

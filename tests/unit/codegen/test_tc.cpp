@@ -82,6 +82,52 @@ BOOST_AUTO_TEST_CASE(tc_matmul_matches_the_sums) {
   BOOST_TEST((bufs[0] == bytes_of(want)));
 }
 
+// Several tiles per warp (UPCAST) and several warps per workgroup (LOCAL) after TC: the same sums, with
+// um * un WMMAs per step of k and 32 * lm * ln work items per group.
+BOOST_AUTO_TEST_CASE(tc_warp_tiles_and_workgroups_match_the_sums) {
+  const int64_t rows = 64, cols = 64, depth = 48;
+  std::vector<int> xi(2 * rows * depth), wi(2 * depth * cols);
+  for (size_t n = 0; n < xi.size(); n++) xi[n] = static_cast<int>((n * 7) % 11);
+  for (size_t n = 0; n < wi.size(); n++) wi[n] = static_cast<int>((n * 5) % 13);
+  std::vector<uint16_t> xh, wh;
+  for (int v : xi) xh.push_back(half_of(v));
+  for (int v : wi) wh.push_back(half_of(v));
+  std::vector<float> want(2 * rows * cols);
+  for (int64_t b = 0; b < 2; b++)
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) {
+        int64_t s = 0;
+        for (int64_t k = 0; k < depth; k++)
+          s += xi[b * rows * depth + i * depth + k] * wi[b * depth * cols + k * cols + j];
+        want[b * rows * cols + i * cols + j] = 2.0f * static_cast<float>(s) + 1.0f;
+      }
+  struct Case {
+    std::vector<Opt> after;
+    int wmmas, threads;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{OptOps::UPCAST, 1, 2}}, 2, 32},
+           {{{OptOps::UPCAST, 2, 4}, {OptOps::UPCAST, 1, 2}}, 8, 32},
+           {{{OptOps::LOCAL, 1, 2}, {OptOps::LOCAL, 2, 4}}, 1, 256},
+           {{{OptOps::UPCAST, 1, 2}, {OptOps::UPCAST, 2, 2}, {OptOps::LOCAL, 1, 2}, {OptOps::LOCAL, 2, 2}},
+            4,
+            128},
+       }) {
+    std::vector<Opt> opts{{OptOps::TC, 0, 0}};
+    opts.insert(opts.end(), c.after.begin(), c.after.end());
+    LinearProgram p = lower_kernel(bmm_ast(rows, cols, depth), tc_caps(), {.opts = opts});
+    BOOST_TEST(std::count_if(p.uops.begin(), p.uops.end(),
+                             [](const UOpRef& u) { return u->op() == Ops::WMMA; }) == c.wmmas,
+               opts_str(opts));
+    sdk::LaunchDims d = p.launch_dims({});
+    BOOST_TEST(d.local[0] == 32u);  // the lane is lidx0: a warp is 32 consecutive work items
+    BOOST_TEST(d.local[0] * d.local[1] * d.local[2] == static_cast<uint32_t>(c.threads), opts_str(opts));
+    Bufs bufs{bytes_of(std::vector<float>(want.size())), bytes_of(xh), bytes_of(wh)};
+    run_interp(p, bufs);
+    BOOST_TEST((bufs[0] == bytes_of(want)), opts_str(opts));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tc_takes_the_sum_of_converted_products) {
   // Tensor::matmul of halves sums float(x * y); on the tensor core the products are exact (small integers
   // here, so the same bytes either way).
@@ -110,7 +156,12 @@ BOOST_AUTO_TEST_CASE(tc_takes_the_sum_of_converted_products) {
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_and_beam_take_a_declared_tensor_core) {
-  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(32, 16, 32), tc_caps())) == "[TC(axis=0, arg=0)]");
+  // 2 x 2 tiles: one warp takes them all; 8 x 16 tiles: 4 x 4 per warp, 2 x 2 warps per workgroup
+  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(32, 16, 32), tc_caps())) ==
+             "[TC(axis=0, arg=0), UPCAST(axis=2, arg=2), UPCAST(axis=1, arg=2)]");
+  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(128, 128, 32), tc_caps())) ==
+             "[TC(axis=0, arg=0), UPCAST(axis=2, arg=4), UPCAST(axis=1, arg=4), LOCAL(axis=2, arg=2), "
+             "LOCAL(axis=1, arg=2)]");
   // not without one, not for float32 inputs, not for sizes the tile does not divide
   BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(32, 16, 32), interp::interp_caps())).find("TC") ==
              std::string::npos);
@@ -143,9 +194,18 @@ BOOST_AUTO_TEST_CASE(tc_errors_name_the_problem) {
              "TC(axis=0, arg=0): the 'interp' renderer declares no tensor cores");
   fails_with(ast, tc_caps(), {{OptOps::TC, 0, 1}}, "declares 1 tensor cores");
   fails_with(ast, tc_caps(), {{OptOps::TC, 1, 0}}, "axis must be 0");
-  fails_with(ast, tc_caps(), {{OptOps::UPCAST, 1, 2}, {OptOps::TC, 0, 0}},
-             "TC must be the first and only opt");
-  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UPCAST, 1, 2}}, "TC takes no other opts");
+  fails_with(ast, tc_caps(), {{OptOps::UPCAST, 1, 2}, {OptOps::TC, 0, 0}}, "TC must be the first opt");
+  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UNROLL, 3, 2}},
+             "UNROLL(axis=3, arg=2): after TC only UPCAST and LOCAL of the tile's row or column axis apply");
+  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UPCAST, 0, 2}},
+             "after TC the axis must be the tile's row or column axis");
+  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UPCAST, 1, 3}}, "the amount must be 2, 4, 8");
+  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UPCAST, 1, 2}, {OptOps::LOCAL, 1, 2}},
+             "LOCAL(axis=1, arg=2): 2 tiles of 16 do not divide into 4 per workgroup");
+  sdk::RendererCaps small = tc_caps();
+  small.max_local_size = 32;
+  fails_with(ast, small, {{OptOps::TC, 0, 0}, {OptOps::LOCAL, 2, 2}},
+             "2 warps of 32 exceed the 'interp' renderer's 32 work items per group");
   fails_with(bmm_ast(24, 16, 32), tc_caps(), {{OptOps::TC, 0, 0}},
              "the 24 x 16 x 32 product does not divide into 16 x 8 x 16 tiles");
   sdk::RendererCaps bad = tc_caps();
