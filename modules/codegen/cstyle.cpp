@@ -238,7 +238,7 @@ std::string CStyleRenderer::render_load(const UOp&, const std::string&, const st
 }
 
 std::string CStyleRenderer::render_store(const UOp&, const std::string&, const std::string&,
-                                         const std::string&) const {
+                                         const std::string&, DType) const {
   return {};
 }
 
@@ -421,7 +421,8 @@ std::string CStyleRenderer::render_source(std::string_view name, std::span<const
       case Ops::STORE: {
         const UOp* idx = u->src(0).get();
         std::string g = u->src().size() > 2 ? src(u, 2) : gate[at.at(idx)];
-        std::string st = render_store(*buffer_root(idx), src(idx, 0), src(idx, 1), src(u, 1));
+        std::string st =
+            render_store(*buffer_root(idx), src(idx, 0), src(idx, 1), src(u, 1), u->src(1)->dtype());
         if (st.empty()) st = fmt::format("{} = {};", access(idx, u->src(1)->dtype()), src(u, 1));
         line(g.empty() ? st : fmt::format("if ({}) {{ {} }}", g, st));
         break;

@@ -1,9 +1,10 @@
 // The expander: a loop over an UPCAST range becomes its body once per value of the range. With a vector
 // width above 1 the values are taken in chunks of up to that many lanes (powers of two), and each chunk
 // is built in lockstep: a load or store whose address steps by one element per lane becomes one vector
-// access, float arithmetic over vectors becomes vector arithmetic, values that do not depend on the range
-// are broadcast, and everything else (index math, comparisons, gathers) stays one scalar copy per lane.
-// Width 1 gives scalar copies only. UNROLL ranges are unrolled where the accumulators are built (ends.cpp).
+// access, float arithmetic over vectors becomes vector arithmetic (unless only memory is vectorized, as on
+// GPUs), values that do not depend on the range are broadcast, and everything else (index math,
+// comparisons, gathers) stays one scalar copy per lane. Width 1 gives scalar copies only. UNROLL ranges are
+// unrolled where the accumulators are built (ends.cpp).
 #include <algorithm>
 #include <bit>
 #include <optional>
@@ -34,8 +35,9 @@ bool memory_dtype(DType d) {
 
 class Chunk {
  public:
-  Chunk(const UOp* range, int64_t first, size_t width, const std::unordered_set<const UOp*>& varying)
-      : r_(range), first_(first), w_(width), varying_(varying) {}
+  Chunk(const UOp* range, int64_t first, size_t width, bool alu,
+        const std::unordered_set<const UOp*>& varying)
+      : r_(range), first_(first), w_(width), alu_(alu), varying_(varying) {}
 
   // The nodes that stand for `u` over the chunk (each once).
   std::vector<UOpRef> nodes(const UOp* u) {
@@ -67,7 +69,7 @@ class Chunk {
       if (UOpRef v = vector_access(u)) return {v, {}};
       if (u->op() == Ops::AFTER)
         if (UOpRef a = after_all(u)) return {nullptr, std::vector<UOpRef>(w_, a)};
-      if (UOpRef v = vector_alu(u)) return {v, {}};
+      if (UOpRef v = alu_ ? vector_alu(u) : nullptr) return {v, {}};
     }
     Lanes l;
     for (size_t v = 0; v < w_; v++) {
@@ -167,6 +169,7 @@ class Chunk {
   const UOp* r_;
   int64_t first_;
   size_t w_;
+  bool alu_;  // vector arithmetic too, not only vector loads and stores
   const std::unordered_set<const UOp*>& varying_;
   std::unordered_map<const UOp*, Lanes> memo_;
   std::unordered_map<const UOp*, std::optional<int64_t>> slopes_;
@@ -184,8 +187,13 @@ std::vector<size_t> chunk_widths(int64_t n, uint32_t width) {
   return out;
 }
 
+struct ExpandCtx {
+  uint32_t width;
+  bool alu;
+};
+
 UOpRef expand_end(Match& m) {
-  uint32_t width = m.ctx<uint32_t>();
+  const auto& [width, alu] = m.ctx<ExpandCtx>();
   const UOpRef& e = m.root();
   if (e->src().size() != 2 || e->src(1)->op() != Ops::RANGE) return nullptr;
   const UOp* r = e->src(1).get();
@@ -199,7 +207,7 @@ UOpRef expand_end(Match& m) {
   std::vector<UOpRef> out;
   int64_t first = 0;
   for (size_t w : chunk_widths(n, width)) {
-    for (UOpRef& x : Chunk(r, first, w, varying).nodes(e->src(0).get())) out.push_back(std::move(x));
+    for (UOpRef& x : Chunk(r, first, w, alu, varying).nodes(e->src(0).get())) out.push_back(std::move(x));
     first += static_cast<int64_t>(w);
   }
   if (out.size() == 1) return out[0];
@@ -208,9 +216,10 @@ UOpRef expand_end(Match& m) {
 
 }  // namespace
 
-UOpRef expand_upcasts(const UOpRef& sink, uint32_t vector_width) {
+UOpRef expand_upcasts(const UOpRef& sink, uint32_t vector_width, bool vector_alu) {
   static const PatternMatcher pm{{UPat(Ops::END, std::nullopt, std::nullopt, "e"), expand_end}};
-  return graph_rewrite(sink, pm, vector_width, {.name = "expand upcasts"});
+  ExpandCtx ctx{vector_width, vector_alu};
+  return graph_rewrite(sink, pm, ctx, {.name = "expand upcasts"});
 }
 
 }  // namespace tg::codegen

@@ -137,8 +137,9 @@ UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const Lo
   s = codegen::add_local_ids(s, caps);
   s = codegen::split_ends(s);
   s = codegen::reduce_to_acc(s);
-  // Explicit vectors on CPU-style renderers; workgroup renderers keep scalar lanes.
-  s = codegen::expand_upcasts(s, caps.has_local ? 1 : caps.max_vector_width);
+  // Explicit vectors on CPU-style renderers; workgroup renderers vectorize loads and stores only (up to
+  // max_vector_width lanes, 1 on most) and keep arithmetic in scalar lanes.
+  s = codegen::expand_upcasts(s, caps.max_vector_width, /*vector_alu=*/!caps.has_local);
   s = codegen::merge_ends(s);
   s = codegen::add_gpudims(s, caps);
   s = graph_rewrite(s, symbolic(), nullptr, {.name = "symbolic"});

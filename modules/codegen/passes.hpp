@@ -17,8 +17,8 @@ const PatternMatcher& end_cleanup();       // END sources that are no longer RAN
 UOpRef identity_element(Ops op, DType d);  // 0 for ADD, 1 for MUL, the lowest value for MAX
 
 // expand.cpp: a loop over an UPCAST range -> its body once per value (NOOP of the copies), in lockstep
-// chunks of up to vector_width lanes that become vector loads, stores and float arithmetic.
-UOpRef expand_upcasts(const UOpRef& sink, uint32_t vector_width = 1);
+// chunks of up to vector_width lanes that become vector loads, stores and (with vector_alu) float arithmetic.
+UOpRef expand_upcasts(const UOpRef& sink, uint32_t vector_width = 1, bool vector_alu = true);
 
 // group.cpp: a REDUCE over GROUP_REDUCE ranges -> partials in DEFINE_LOCAL memory, BARRIER, their reduce.
 UOpRef add_group_reduces(const UOpRef& sink);

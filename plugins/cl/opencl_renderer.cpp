@@ -125,6 +125,26 @@ std::string OpenCLRenderer::render_gep(DType vec, const std::string& x, int64_t 
   return fmt::format("{}.s{:x}", x, lane);
 }
 
+// Vector accesses: vloadN/vstoreN, which need only the element's alignment (a view may start anywhere in
+// its buffer); register arrays go element by element, so they stay in registers.
+std::string OpenCLRenderer::render_load(const UOp& buf, const std::string& b, const std::string& off,
+                                        DType value) const {
+  if (value.count() == 1) return {};
+  if (buf.op() != Ops::DEFINE_REG) return fmt::format("vload{}(0, {}+{})", value.count(), b, off);
+  std::vector<std::string> el;
+  for (int i = 0; i < value.count(); i++) el.push_back(fmt::format("{}[{}+{}]", b, off, i));
+  return render_vectorize(value, el);
+}
+
+std::string OpenCLRenderer::render_store(const UOp& buf, const std::string& b, const std::string& off,
+                                         const std::string& x, DType value) const {
+  if (value.count() == 1) return {};
+  if (buf.op() != Ops::DEFINE_REG) return fmt::format("vstore{}({}, 0, {}+{});", value.count(), x, b, off);
+  std::string out = fmt::format("{{ {} tg_v = {};", type_name(value), x);
+  for (int i = 0; i < value.count(); i++) out += fmt::format(" {}[{}+{}] = tg_v.s{:x};", b, off, i, i);
+  return out + " }";
+}
+
 std::string OpenCLRenderer::render_local(const UOp& def, const std::string& name) const {
   return fmt::format("__local {} {}[{}];", CStyleRenderer::type_name(def.dtype().base()), name,
                      def.dtype().ptr_size());

@@ -43,7 +43,7 @@ RendererCaps cuda_caps(const ArchLimits& l) {
         Ops::AND, Ops::OR,   Ops::XOR,   Ops::SHL,  Ops::SHR,  Ops::WHERE, Ops::FDIV,  Ops::RECIPROCAL,
         Ops::MAX, Ops::SQRT, Ops::TRUNC, Ops::EXP2, Ops::LOG2, Ops::SIN,   Ops::MULACC})
     set_bit(c.native_ops, static_cast<int>(o));
-  c.max_vector_width = 1;  // a GPU kernel's upcasts become scalars
+  c.max_vector_width = 4;  // loads and stores of up to 4 lanes (16 bytes of float); arithmetic stays scalar
   c.has_local = c.has_shared = true;
   c.has_threads = false;
   for (int i = 0; i < 3; i++) c.global_max[i] = l.grid_dims[i], c.local_max[i] = l.block_dims[i];
@@ -167,6 +167,27 @@ std::string CudaRenderer::render_gep(DType vec, const std::string& x, int64_t la
   return fmt::format("{}.v[{}]", x, lane);
 }
 
+// Vector accesses of global and shared memory check their alignment at run time (a view may start anywhere
+// in its buffer): aligned, one wide load or store; else element by element. Register arrays go element by
+// element, so they stay in registers.
+std::string CudaRenderer::render_load(const UOp& buf, const std::string& b, const std::string& off,
+                                      DType value) const {
+  if (value.count() == 1) return {};
+  if (buf.op() != Ops::DEFINE_REG) return fmt::format("tg_vload<{}>({}+{})", type_name(value), b, off);
+  std::vector<std::string> el;
+  for (int i = 0; i < value.count(); i++) el.push_back(fmt::format("{}[{}+{}]", b, off, i));
+  return render_vectorize(value, el);
+}
+
+std::string CudaRenderer::render_store(const UOp& buf, const std::string& b, const std::string& off,
+                                       const std::string& x, DType value) const {
+  if (value.count() == 1) return {};
+  if (buf.op() != Ops::DEFINE_REG) return fmt::format("tg_vstore({}+{}, {});", b, off, x);
+  std::string out = fmt::format("{{ {} tg_v = {};", type_name(value), x);
+  for (int i = 0; i < value.count(); i++) out += fmt::format(" {}[{}+{}] = tg_v.v[{}];", b, off, i, i);
+  return out + " }";
+}
+
 std::string CudaRenderer::render_local(const UOp& def, const std::string& name) const {
   return fmt::format("__shared__ __align__(16) {} {}[{}];", CStyleRenderer::type_name(def.dtype().base()),
                      name, def.dtype().ptr_size());
@@ -244,6 +265,18 @@ std::string CudaRenderer::render_kernel(const CKernel& k) const {
     out += fmt::format("struct __align__({}) {} {{ {} v[{}]; }};\n", std::min<size_t>(16, v.itemsize()),
                        type_name(v), s, v.count());
   }
+  if (body.find("tg_vload<") != std::string::npos)
+    out +=
+        "template <class V, class T> __device__ __forceinline__ V tg_vload(const T* p) {\n"
+        "  if ((reinterpret_cast<size_t>(p) & (alignof(V) - 1)) == 0) return *reinterpret_cast<const "
+        "V*>(p);\n"
+        "  V v;\n  for (int i = 0; i < (int)(sizeof(V) / sizeof(T)); i++) v.v[i] = p[i];\n  return v;\n}\n";
+  if (body.find("tg_vstore(") != std::string::npos)
+    out +=
+        "template <class T, class V> __device__ __forceinline__ void tg_vstore(T* p, V v) {\n"
+        "  if ((reinterpret_cast<size_t>(p) & (alignof(V) - 1)) == 0) { *reinterpret_cast<V*>(p) = v; "
+        "return; }\n"
+        "  for (int i = 0; i < (int)(sizeof(V) / sizeof(T)); i++) p[i] = v.v[i];\n}\n";
   // D = A * B + C on one warp: each lane's eight A and four B values go as pairs packed in 32-bit registers.
   for (auto [tag, ptx] : {std::pair{"f16", "f16"}, std::pair{"bf16", "bf16"}}) {
     std::string fn = fmt::format("tg_mma_{}", tag);

@@ -44,6 +44,10 @@ class CudaRenderer final : public tg::sdk::CStyleRenderer {
   std::string render_special(const UOp& special) const override;
   std::string render_vectorize(DType d, std::span<const std::string> elems) const override;
   std::string render_gep(DType vec, const std::string& x, int64_t lane) const override;
+  std::string render_load(const UOp& buf, const std::string& b, const std::string& off,
+                          DType value) const override;
+  std::string render_store(const UOp& buf, const std::string& b, const std::string& off, const std::string& x,
+                           DType value) const override;
   std::string render_local(const UOp& def, const std::string& name) const override;
   std::string render_wmma(const UOp& wmma, const std::string& a, const std::string& b,
                           const std::string& c) const override;

@@ -126,9 +126,9 @@ tg::sdk::Status QcomRenderer::render(std::string_view name, std::span<const UOp*
 
 std::string QcomRenderer::render_load(const UOp& buf, const std::string& b, const std::string& off,
                                       DType value) const {
-  if (buf.op() != Ops::DEFINE_GLOBAL) return {};
+  if (buf.op() != Ops::DEFINE_GLOBAL) return OpenCLRenderer::render_load(buf, b, off, value);
   auto it = images_.find(buf.arg_as<int64_t>());
-  if (it == images_.end()) return {};
+  if (it == images_.end()) return OpenCLRenderer::render_load(buf, b, off, value);
   // The texel holding element off, then its channel.
   bool half_read = it->second.half && has_dtype(caps_, static_cast<unsigned>(Scalar::FLOAT16));
   std::string texel = fmt::format("{}({}, tg_smp, tg_xy((int)({}), {}))", half_read ? "read_imageh" : "read_imagef",

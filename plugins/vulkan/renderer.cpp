@@ -234,7 +234,7 @@ std::string GlslRenderer::render_load(const UOp& buf, const std::string& b, cons
 }
 
 std::string GlslRenderer::render_store(const UOp& buf, const std::string& b, const std::string& off,
-                                       const std::string& x) const {
+                                       const std::string& x, DType) const {
   check_indexable(buf, b);
   bool global_bool = buf.op() == Ops::DEFINE_GLOBAL && buf.dtype().base().is_bool();
   if (global_bool) return fmt::format("{}[{}] = uint8_t(uint({}));", b, off, x);

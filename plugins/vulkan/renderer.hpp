@@ -47,9 +47,10 @@ class GlslRenderer final : public tg::sdk::CStyleRenderer {
   std::string render_special(const UOp& special) const override;
   std::string render_local(const UOp& def, const std::string& name) const override;
   std::string barrier() const override;
-  std::string render_load(const UOp& buf, const std::string& b, const std::string& off, DType value) const override;
-  std::string render_store(const UOp& buf, const std::string& b, const std::string& off,
-                           const std::string& x) const override;
+  std::string render_load(const UOp& buf, const std::string& b, const std::string& off,
+                          DType value) const override;
+  std::string render_store(const UOp& buf, const std::string& b, const std::string& off, const std::string& x,
+                           DType value) const override;
   std::string render_kernel(const tg::sdk::CKernel& k) const override;
 
  private:

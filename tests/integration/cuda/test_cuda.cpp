@@ -194,6 +194,32 @@ BOOST_AUTO_TEST_CASE(kernels_without_local_ids_use_global_ids) {
   BOOST_TEST(tc.find("blockIdx.x*blockDim.x") == std::string::npos, tc);
 }
 
+// An UPCAST of 4 along contiguous addresses loads and stores float4s through tg_vload/tg_vstore, which
+// check the address's alignment at run time (a view may start anywhere in its buffer); the arithmetic stays
+// scalar, and NVRTC and nvJitLink accept it as 128-bit accesses.
+BOOST_AUTO_TEST_CASE(upcasts_load_and_store_vectors) {
+  using namespace tg;
+  auto dev = target("sm_90");
+  BOOST_REQUIRE(dev);
+  auto idx = [](int64_t v) { return UOp::const_(dtypes::index, ConstValue{v}); };
+  UOpRef out = UOp::make(Ops::DEFINE_GLOBAL, dtypes::float32.ptr(AddrSpace::GLOBAL, 1024), {}, int64_t{0});
+  UOpRef in = UOp::make(Ops::DEFINE_GLOBAL, dtypes::float32.ptr(AddrSpace::GLOBAL, 1024), {}, int64_t{1});
+  UOpRef r = UOp::range(idx(1024), 0);
+  UOpRef x = UOp::make(Ops::LOAD, dtypes::float32, {UOp::make(Ops::INDEX, in->dtype(), {in, r})});
+  UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, r}), x * 2.0});
+  LinearProgram p =
+      lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}), dev->renderer().caps(),
+                   LowerOptions{.name = "twice", .opts = std::vector<Opt>{{OptOps::UPCAST, 0, 4}}});
+  sdk::Blob src, bin;
+  check(dev->renderer().render(p.name, p.view(), src), "render", p.name);
+  std::string text(src.text());
+  BOOST_TEST(text.find("tg_float4 val0 = tg_vload<tg_float4>(data1+") != std::string::npos, text);
+  BOOST_TEST(text.find("tg_vstore(data0+") != std::string::npos, text);
+  BOOST_TEST(text.find("(alignof(V) - 1)) == 0") != std::string::npos, text);
+  BOOST_TEST(text.find("val0.v[3]") != std::string::npos, text);  // scalar arithmetic on the lanes
+  check(dev->compiler().compile(text, bin), "compile", p.name);
+}
+
 BOOST_AUTO_TEST_CASE(sm75_refuses_the_tensor_core_by_name) {
   auto dev = target("sm_75");
   BOOST_REQUIRE(dev);

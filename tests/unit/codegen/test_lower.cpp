@@ -118,7 +118,9 @@ BOOST_AUTO_TEST_CASE(reduce_to_accumulator) {
 // matmul with rows upcast by 2, columns by 16 (two chunks of 8 lanes) and k unrolled by 4: b's row pieces
 // and the output are float8 loads and stores, the accumulators are read and written as float8, a's values
 // are broadcast, and each product-and-add is one float8 MULACC. Rows (stride k in a) stay scalar lanes.
-// A workgroup target keeps scalar lanes. Both give the exact sums of small integers.
+// A workgroup target (INTERP's caps, 16 lanes) loads b's row pieces and stores the output as vectors too,
+// but its arithmetic stays in scalar lanes; with one lane it is scalar throughout. All give the exact sums
+// of small integers.
 BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
   const int64_t m = 4, n = 32, k = 8;
   std::vector<float> a = ints(m * k, 7), b = ints(k * n, 5, 3);
@@ -149,9 +151,18 @@ BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
              0u);
   // 2 rows x 2 chunks x 4 k, each a vector fma onto the accumulator
   BOOST_TEST(count_op(v, Ops::MULACC, [&](const UOp& u) { return u.dtype() == f8; }) == 16u, v.str());
-  LinearProgram s = lower_kernel(matmul_ast(m, n, k), interp::interp_caps(), {.opts = opts});
+  LinearProgram g = lower_kernel(matmul_ast(m, n, k), interp::interp_caps(), {.opts = opts});
+  DType f16 = dtypes::float32.vec(16);
+  BOOST_TEST(count_op(g, Ops::LOAD, [&](const UOp& u) { return u.dtype() == f16 && global(2)(u); }) == 4u,
+             g.str());
+  BOOST_TEST(
+      count_op(g, Ops::STORE, [&](const UOp& u) { return u.src(1)->dtype() == f16 && global(0)(u); }) == 2u);
+  BOOST_TEST(count_op(g, Ops::MULACC, [&](const UOp& u) { return u.dtype().count() > 1; }) == 0u, g.str());
+  sdk::RendererCaps one = interp::interp_caps();
+  one.max_vector_width = 1;
+  LinearProgram s = lower_kernel(matmul_ast(m, n, k), one, {.opts = opts});
   BOOST_TEST(widest(s) == 1, s.str());
-  for (const LinearProgram* p : {&v, &s}) {
+  for (const LinearProgram* p : {&v, &g, &s}) {
     std::vector<std::vector<std::byte>> bufs{bytes(std::vector<float>(m * n, -1.0f)), bytes(a), bytes(b)};
     run_interp(*p, bufs);
     std::vector<float> got = values<float>(bufs[0]), want = matmul_ref(a, b, m, n, k);

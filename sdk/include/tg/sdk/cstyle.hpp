@@ -86,11 +86,13 @@ class CStyleRenderer : public Renderer {
   virtual std::string render_wmma(const UOp& wmma, const std::string& a, const std::string& b,
                                   const std::string& c) const;
   // A LOAD's expression / a STORE's statement for element `off` of buffer `b` (`buf` is its DEFINE_GLOBAL,
-  // DEFINE_LOCAL or DEFINE_REG). Empty (the default) = the C form; languages without pointers override them.
+  // DEFINE_LOCAL or DEFINE_REG); `value` is the loaded or stored dtype, a vector for the elements from `off`
+  // on. Empty (the default) = the C form; languages without pointers, or whose vector accesses need an
+  // alignment the C form assumes, override them.
   virtual std::string render_load(const UOp& buf, const std::string& b, const std::string& off,
                                   DType value) const;
   virtual std::string render_store(const UOp& buf, const std::string& b, const std::string& off,
-                                   const std::string& x) const;
+                                   const std::string& x, DType value) const;
   // The whole source from its parts. Default: "void NAME(T* data0, ..., const int n) { body }".
   virtual std::string render_kernel(const CKernel& k) const;
 
