@@ -437,6 +437,10 @@ Tensor& Tensor::backward(const Tensor& gradient) {
                      "requires_grad set, or the path goes through detach()");
   Tensor seed = Autograd::seed(*this, gradient, "backward");
   KeptUnder kept = Autograd::kept_under(im, {}, "backward");
+  if (im.from_op && im.graph_freed)  // PyTorch: "Trying to backward through the graph a second time"
+    throw ValueError("backward",
+                     "backward() already went through this tensor's graph and freed it (as PyTorch does "
+                     "without retain_graph); compute the tensor again to backpropagate again");
   std::unordered_set<const UOp*> nodes;
   for (const UOp* u : gradient_toposort(im.uop, kept.graphs)) nodes.insert(u);
   std::vector<std::shared_ptr<Impl>> found;
