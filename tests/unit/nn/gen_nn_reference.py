@@ -363,6 +363,9 @@ norm_models = {
     "batchnorm": (lambda: torch.nn.BatchNorm2d(3), (4, 3, 2, 2)),
     "linear_layernorm": (lambda: torch.nn.Sequential(torch.nn.Linear(5, 6), torch.nn.LayerNorm(6),
                                                      torch.nn.Linear(6, 4)), (4, 5)),
+    # no conv bias: BatchNorm makes its gradient 0 up to rounding, which Adam scales to whole steps
+    "conv_batchnorm": (lambda: torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1, bias=False),
+                                                   torch.nn.BatchNorm2d(3), torch.nn.ReLU()), (2, 2, 4, 4)),
 }
 norm_losses = {
     "sum": lambda o, tgt, y: o.sum(),

@@ -1,8 +1,8 @@
 #define BOOST_TEST_MODULE nn_train
 // Normalization layers with learned weight and bias (LayerNorm, GroupNorm, BatchNorm with running
-// statistics, a Linear-LayerNorm-Linear stack) trained for three steps with every loss form and
-// optimizer, against PyTorch: the whole state after every step. Each update's gradient reads the old
-// weight and bias of its layer, so the step's assigns read each other's targets.
+// statistics, a Linear-LayerNorm-Linear stack, Conv-BatchNorm-ReLU) trained for three steps with every
+// loss form and optimizer, against PyTorch: the whole state after every step. Each update's gradient
+// reads the old weight and bias of its layer, so the step's assigns read each other's targets.
 #include <functional>
 #include <memory>
 
@@ -27,6 +27,10 @@ std::shared_ptr<nn::Module> make_model(const std::string& name) {
     return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
         std::make_shared<nn::Linear>(5, 6), std::make_shared<nn::LayerNorm>(Shape{6}),
         std::make_shared<nn::Linear>(6, 4)});
+  if (name == "conv_batchnorm")
+    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Conv2d>(2, 3, 3, 1, 1, 1, 1, false), std::make_shared<nn::BatchNorm2d>(3),
+        std::make_shared<nn::ReLU>()});
   BOOST_FAIL("unknown model " << name);
   return nullptr;
 }
@@ -101,3 +105,4 @@ BOOST_AUTO_TEST_CASE(layernorm_trains_like_torch) { train_all("layernorm"); }
 BOOST_AUTO_TEST_CASE(groupnorm_trains_like_torch) { train_all("groupnorm"); }
 BOOST_AUTO_TEST_CASE(batchnorm_with_running_stats_trains_like_torch) { train_all("batchnorm"); }
 BOOST_AUTO_TEST_CASE(linear_layernorm_stack_trains_like_torch) { train_all("linear_layernorm"); }
+BOOST_AUTO_TEST_CASE(conv_batchnorm_relu_trains_like_torch) { train_all("conv_batchnorm"); }
