@@ -342,7 +342,14 @@ Tensor& Tensor::assign(const Operand& x) {
                                              detail::shape_str(shape())));
     v = detail::broadcast_to(v, shape(), "assign");
   }
-  if (!is_buffer_view(uop().get())) realize();
+  if (!is_buffer_view(uop().get())) {
+    // The pending graph (an earlier assign, say) runs now; a value built from it reads its result instead,
+    // or the value would run it again, writing the buffer twice.
+    UOpRef pending = uop();
+    realize();
+    UOpRef value = v.uop()->substitute({{pending.get(), uop()}});
+    if (value != v.uop()) v = Tensor(value, v.device(), v.holds());
+  }
   std::vector<BufferHold> holds = impl().holds;
   for (const BufferHold& h : v.holds())
     if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
