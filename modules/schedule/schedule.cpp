@@ -52,6 +52,11 @@ struct Built {
 // sources down to realized nodes and BUFFERs, which are its leaves), with whether each is heavy or a leaf.
 using Signature = std::vector<std::pair<const UOp*, uint8_t>>;
 
+// Per kernel that must read a copy of a buffer state instead of the state (another ASSIGN overwrites it
+// and the kernel must follow that ASSIGN): (state, the CONTIGUOUS of it that is the copy).
+using Copies = std::vector<std::pair<const UOp*, UOpRef>>;
+using Snapshots = std::unordered_map<const UOp*, Copies>;
+
 std::vector<const UOp*> local_leaves(const UOp* x, const RealizeInfo& info, Signature& sig) {
   std::vector<const UOp*> leaves, stack(x->src().size());
   for (size_t i = 0; i < stack.size(); i++) stack[i] = x->src(i).get();
@@ -152,22 +157,53 @@ void lower_job(LowerJob& job, const Built& b, const RealizeInfo& info) {
   }
 }
 
+// The kernel of root computing value, with its reads of each state replaced by reads of the state's copy
+// (those through realized nodes stay: a realized node's buffer may be the state's buffer, written later).
+UOpRef read_copies(const UOpRef& value, const UOp* root, const Copies& copies, const RealizeInfo& info) {
+  std::unordered_map<const UOp*, UOpRef> done;
+  for (const auto& [state, copy] : copies) done[state] = copy;
+  std::vector<std::pair<const UOp*, bool>> stack{{value.get(), false}};  // (node, its sources are done)
+  while (!stack.empty()) {
+    auto [u, srcs_done] = stack.back();
+    stack.pop_back();
+    if (done.count(u)) continue;
+    if (u != root && (info.realized.count(u) || u->op() == Ops::BUFFER)) {
+      done[u] = u->ref();
+    } else if (!srcs_done) {
+      stack.emplace_back(u, true);
+      for (const UOpRef& s : u->src())
+        if (!done.count(s.get())) stack.emplace_back(s.get(), false);
+    } else {
+      std::vector<UOpRef> srcs;
+      bool same = true;
+      for (const UOpRef& s : u->src()) srcs.push_back(done.at(s.get())), same = same && srcs.back() == s;
+      done[u] = same ? u->ref() : u->with_src(std::move(srcs));
+    }
+  }
+  return done.at(value.get());
+}
+
 // Buffers and views first, in dependency order; then the kernels not in the memo are lowered, on two
 // threads when there are many (each reads only the views, so any order gives the same kernels); then, in
 // order again, the memo, the heavy uses and the hazards.
-Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, BuildMemo& memo) {
+Built build(const UOpRef& sink, const RealizeInfo& info, const Snapshots& snapshots, VarVals* var_vals,
+            BuildMemo& memo) {
   Built b;
   std::vector<LowerJob> jobs;
   std::vector<const UOp*> lowered;  // per kernel: the node whose lowering it takes (null: none)
   std::vector<const UOp*> values;   // per kernel: the value it computes (a hazard realizes it first)
-  for (const UOp* x : sink->toposort()) {
-    if (!info.realized.count(x)) continue;
+  auto add = [&](const UOp* x, const Copies* redirect) {
     Signature sig;
     Kernel k{x, local_leaves(x, info, sig), std::nullopt};
+    if (redirect)
+      for (const auto& [state, snap] : *redirect) {
+        std::replace(k.leaves.begin(), k.leaves.end(), state, snap.get());
+        sig.emplace_back(snap.get(), 4);
+      }
     if (info.aliases.count(x)) {
       b.views[x] = b.views.at(x->src(0).get());  // its source's buffer (decide_realize): no kernel of its own
       b.kernels.push_back(std::move(k)), lowered.push_back(nullptr), values.push_back(nullptr);
-      continue;
+      return;
     }
     const Shape& shape = shape_of(x);
     int64_t numel = prod(shape).max();  // symbolic sizes get a buffer for their largest value
@@ -181,7 +217,7 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, Buil
       b.views[x] = buffer_view(out, shape);
       if (numel > 0) k.item = ScheduleItem{UOp::make(Ops::COPY, x->dtype(), {src, x->src(1)}), {out, src}};
       b.kernels.push_back(std::move(k)), lowered.push_back(nullptr), values.push_back(nullptr);
-      continue;
+      return;
     }
     UOpRef value = x->ref(), target, out;
     if (x->op() == Ops::ASSIGN) {
@@ -197,10 +233,22 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, Buil
     int kernel = static_cast<int>(b.kernels.size());
     b.kernels.push_back(std::move(k)), lowered.push_back(numel > 0 ? x : nullptr),
         values.push_back(value.get());
-    if (numel == 0) continue;
+    if (numel == 0) return;
     auto it = memo.kernels.find(x);
-    if (it == memo.kernels.end() || it->second.sig != sig)
+    if (it == memo.kernels.end() || it->second.sig != sig) {
+      if (redirect) value = read_copies(value, x, *redirect, info);
       jobs.push_back({x, kernel, value, out, target, std::move(sig), std::nullopt, {}, nullptr});
+    }
+  };
+  NodeSet copies;
+  for (const UOp* x : sink->toposort()) {
+    if (!info.realized.count(x)) continue;
+    auto it = snapshots.find(x);
+    const Copies* redirect = it == snapshots.end() ? nullptr : &it->second;
+    if (redirect)  // the copies first (one per state), unless the graph realizes the same CONTIGUOUS itself
+      for (const auto& [state, snap] : *redirect)
+        if (!info.realized.count(snap.get()) && copies.insert(snap.get()).second) add(snap.get(), nullptr);
+    add(x, redirect);
   }
 
   std::atomic<size_t> next{0};
@@ -236,13 +284,24 @@ Built build(const UOpRef& sink, const RealizeInfo& info, VarVals* var_vals, Buil
   return b;
 }
 
-// Dependencies first: a kernel runs after the kernels whose outputs it reads, and before an ASSIGN that
-// overwrites a buffer state it reads. Ties keep build order.
-std::vector<size_t> order(const std::vector<Kernel>& ks) {
+// Dependencies first: a kernel runs after the kernels whose outputs it reads (read after write), and before
+// an ASSIGN that overwrites a buffer state it reads (write after read). Ties keep build order. On a cycle
+// there is no order: `cyclic` lists the write-after-read edges on one, as (reading kernel, state read).
+struct Order {
+  std::vector<size_t> kernels;
+  std::vector<std::pair<size_t, const UOp*>> cyclic;
+};
+
+Order order(const std::vector<Kernel>& ks) {
   std::unordered_map<const UOp*, size_t> producer;
   for (size_t i = 0; i < ks.size(); i++) producer[ks[i].node] = i;
   std::vector<std::vector<size_t>> next(ks.size());
   std::vector<int> indeg(ks.size(), 0);
+  struct War {
+    size_t reader, writer;
+    const UOp* state;
+  };
+  std::vector<War> wars;
   auto edge = [&](size_t a, size_t b) { next[a].push_back(b), indeg[b]++; };
   for (size_t i = 0; i < ks.size(); i++) {
     for (const UOp* l : ks[i].leaves)
@@ -251,24 +310,99 @@ std::vector<size_t> order(const std::vector<Kernel>& ks) {
     const UOp* prev_state = strip_movement(ks[i].node->src(0).get());
     for (size_t j = 0; j < ks.size(); j++)
       if (j != i && std::find(ks[j].leaves.begin(), ks[j].leaves.end(), prev_state) != ks[j].leaves.end())
-        edge(j, i);
+        edge(j, i), wars.push_back({j, i, prev_state});
   }
   std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
   for (size_t i = 0; i < ks.size(); i++)
     if (indeg[i] == 0) ready.push(i);
-  std::vector<size_t> out;
+  Order out;
+  std::vector<bool> done(ks.size(), false);
   while (!ready.empty()) {
     size_t i = ready.top();
     ready.pop();
-    out.push_back(i);
+    out.kernels.push_back(i), done[i] = true;
     for (size_t j : next[i])
       if (--indeg[j] == 0) ready.push(j);
   }
-  if (out.size() != ks.size())
-    throw ValueError(
-        "schedule",
-        "cycle between assigns: a kernel must both precede and follow a write to the same buffer");
+  if (out.kernels.size() == ks.size()) return out;
+  // The edge reader -> writer is on a cycle when the writer reaches the reader (both are left over).
+  auto reaches = [&](size_t from, size_t to) {
+    std::vector<bool> seen(ks.size(), false);
+    std::vector<size_t> stack{from};
+    while (!stack.empty()) {
+      size_t k = stack.back();
+      stack.pop_back();
+      if (k == to) return true;
+      if (done[k] || seen[k]) continue;
+      seen[k] = true;
+      stack.insert(stack.end(), next[k].begin(), next[k].end());
+    }
+    return false;
+  };
+  for (const War& w : wars)
+    if (!done[w.reader] && !done[w.writer] && reaches(w.writer, w.reader))
+      out.cyclic.emplace_back(w.reader, w.state);
   return out;
+}
+
+// Whether u, a node of a kernel's computation, reads `state` (walking down to realized nodes and BUFFERs).
+bool reads_state(const UOp* u, const UOp* state, const RealizeInfo& info,
+                 std::unordered_map<const UOp*, bool>& memo) {
+  std::vector<std::pair<const UOp*, bool>> stack{{u, false}};  // (node, its sources are done)
+  while (!stack.empty()) {
+    auto [x, srcs_done] = stack.back();
+    stack.pop_back();
+    if (memo.count(x)) continue;
+    if (x == state || info.realized.count(x) || x->op() == Ops::BUFFER) {
+      memo[x] = x == state;
+    } else if (!srcs_done) {
+      stack.emplace_back(x, true);
+      for (const UOpRef& s : x->src())
+        if (!memo.count(s.get())) stack.emplace_back(s.get(), false);
+    } else {
+      bool r = false;
+      for (const UOpRef& s : x->src()) r = r || memo.at(s.get());
+      memo[x] = r;
+    }
+  }
+  return memo.at(u);
+}
+
+// Two kernels that each read the state the other's ASSIGN overwrites (an optimizer step whose gradients,
+// fused into the updates, read the old weight and bias) can run in no order. The parts of kernel k that
+// read `state` get buffers of their own, so they run first as kernels of their own: the outermost nodes
+// below the value that read it (into `out`). Where k reads the state itself, through views only, it reads
+// a copy of the state instead (into `copies`).
+void cut_reads(const Kernel& k, const UOp* state, const RealizeInfo& info, NodeSet& out, Snapshots& copies) {
+  const UOp* x = k.node;
+  if (x->op() == Ops::COPY) return;  // reads whole buffers: nothing to cut
+  const UOp* value = x->op() == Ops::ASSIGN ? x->src(1).get() : x;
+  std::unordered_map<const UOp*, bool> memo;
+  bool direct = false;
+  std::vector<const UOp*> stack;
+  NodeSet seen;
+  auto below = [&](const UOp* u) {
+    for (const UOpRef& s : u->src()) stack.push_back(s.get());
+  };
+  if (value == x)
+    below(x);
+  else
+    stack.push_back(value);
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u).second || !reads_state(u, state, info, memo)) continue;
+    if (u == state)
+      direct = true;
+    else if (u == value || group::Movement.contains(u->op()))
+      below(u);
+    else
+      out.insert(u);
+  }
+  if (!direct) return;
+  auto& mine = copies[x];
+  if (std::find_if(mine.begin(), mine.end(), [&](const auto& c) { return c.first == state; }) == mine.end())
+    mine.emplace_back(state, UOp::make(Ops::CONTIGUOUS, state->dtype(), {state->ref()}));
 }
 
 }  // namespace
@@ -300,10 +434,28 @@ std::vector<ScheduleItem> sched::schedule_uncached(const UOpRef& sink, BecomesMa
   RealizeInfo info;
   Built built;
   BuildMemo memo;
+  Snapshots copies;  // kept across rounds: each copy's node is the key of its buffer in the memo
+  std::vector<size_t> ordered;
   for (;;) {
     info = decide_realize(clean, forced);
-    built = build(clean, info, var_vals, memo);
-    if (built.retry.empty()) break;
+    built = build(clean, info, copies, var_vals, memo);
+    if (built.retry.empty()) {
+      Order o = order(built.kernels);
+      if (o.cyclic.empty()) {
+        ordered = std::move(o.kernels);
+        break;
+      }
+      size_t n_copies = 0;
+      for (const auto& [k, c] : copies) n_copies += c.size();
+      for (const auto& [k, state] : o.cyclic) cut_reads(built.kernels[k], state, info, built.retry, copies);
+      size_t now = 0;
+      for (const auto& [k, c] : copies) now += c.size();
+      if (built.retry.empty() && now == n_copies)
+        throw NotSupportedError("schedule",
+                                "cycle between assigns: a kernel must both precede and follow a write to the "
+                                "same buffer, and no part of it can run apart");
+      if (built.retry.empty()) continue;
+    }
     // A node inside another one to realize is read twice only because that one is: realize the outer first.
     size_t before = forced.size();
     NodeSet inner = inside_another(built.retry);
@@ -314,7 +466,7 @@ std::vector<ScheduleItem> sched::schedule_uncached(const UOpRef& sink, BecomesMa
   }
 
   std::vector<ScheduleItem> items;
-  for (size_t i : order(built.kernels)) {
+  for (size_t i : ordered) {
     if (!built.kernels[i].item) continue;
     items.push_back(std::move(*built.kernels[i].item));
     if (check && !items.back().is_copy()) verify_kernel_graph(items.back().ast);

@@ -342,7 +342,14 @@ Tensor& Tensor::assign(const Operand& x) {
                                              detail::shape_str(shape())));
     v = detail::broadcast_to(v, shape(), "assign");
   }
-  if (!is_buffer_view(uop().get())) realize();
+  if (!is_buffer_view(uop().get())) {
+    // The pending graph (an earlier assign, say) runs now; a value built from it reads its result instead,
+    // or the value would run it again, writing the buffer twice.
+    UOpRef pending = uop();
+    realize();
+    UOpRef value = v.uop()->substitute({{pending.get(), uop()}});
+    if (value != v.uop()) v = Tensor(value, v.device(), v.holds());
+  }
   std::vector<BufferHold> holds = impl().holds;
   for (const BufferHold& h : v.holds())
     if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
@@ -437,6 +444,10 @@ Tensor& Tensor::backward(const Tensor& gradient) {
                      "requires_grad set, or the path goes through detach()");
   Tensor seed = Autograd::seed(*this, gradient, "backward");
   KeptUnder kept = Autograd::kept_under(im, {}, "backward");
+  if (im.from_op && im.graph_freed)  // PyTorch: "Trying to backward through the graph a second time"
+    throw ValueError("backward",
+                     "backward() already went through this tensor's graph and freed it (as PyTorch does "
+                     "without retain_graph); compute the tensor again to backpropagate again");
   std::unordered_set<const UOp*> nodes;
   for (const UOp* u : gradient_toposort(im.uop, kept.graphs)) nodes.insert(u);
   std::vector<std::shared_ptr<Impl>> found;

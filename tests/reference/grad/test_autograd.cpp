@@ -218,6 +218,27 @@ BOOST_AUTO_TEST_CASE(a_freed_graph_is_not_walked_again) {
   expect_values(h.sum().gradient({a})[0], {2, 4});
 }
 
+// A second backward() through a graph that was never realized is an error too (PyTorch: "Trying to
+// backward through the graph a second time"), not a second accumulation; a leaf has no graph to free.
+BOOST_AUTO_TEST_CASE(a_second_backward_through_a_lazy_graph_is_an_error) {
+  std::string again =
+      "[backward] backward() already went through this tensor's graph and freed it (as PyTorch does without "
+      "retain_graph); compute the tensor again to backpropagate again";
+  Tensor a = leaf({1, 2});
+  Tensor loss = (a * a).sum();
+  loss.backward();
+  expect_error<ValueError>([&] { loss.backward(); }, again);
+  Tensor same = loss;  // another handle of the same tensor
+  expect_error<ValueError>([&] { same.backward(); }, again);
+  expect_values(a.grad(), {2, 4});  // d/da sum a^2 = 2a, once
+  (a * a).sum().backward();         // the loss computed again accumulates
+  expect_values(a.grad(), {4, 8});
+  Tensor s = leaf({3});
+  s.backward();
+  s.backward();  // ds/ds = 1, twice
+  expect_values(s.grad(), {2});
+}
+
 // assign() writes new values into a realized intermediate: its graph no longer describes it.
 BOOST_AUTO_TEST_CASE(assign_to_a_realized_intermediate_drops_its_graph) {
   Tensor a = leaf({1, 2});

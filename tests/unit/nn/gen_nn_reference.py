@@ -354,5 +354,63 @@ for _ in range(3):
 out["cnn"] = dict(state=cnn_state, x=t(xc), y=t(yc), losses=cnn_losses,
                   final={n: t(p) for n, p in cnn.state_dict().items()})
 
+# normalization layers with learned weight and bias trained for 3 steps: every model x loss x optimizer,
+# the state after every step (the updates' gradients read the old weight and bias of every layer)
+torch.manual_seed(3)
+norm_models = {
+    "layernorm": (lambda: torch.nn.LayerNorm(6), (4, 6)),
+    "groupnorm": (lambda: torch.nn.GroupNorm(2, 4), (3, 4, 5)),
+    "batchnorm": (lambda: torch.nn.BatchNorm2d(3), (4, 3, 2, 2)),
+    "linear_layernorm": (lambda: torch.nn.Sequential(torch.nn.Linear(5, 6), torch.nn.LayerNorm(6),
+                                                     torch.nn.Linear(6, 4)), (4, 5)),
+    # no conv bias: BatchNorm makes its gradient 0 up to rounding, which Adam scales to whole steps
+    "conv_batchnorm": (lambda: torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1, bias=False),
+                                                   torch.nn.BatchNorm2d(3), torch.nn.ReLU()), (2, 2, 4, 4)),
+}
+norm_losses = {
+    "sum": lambda o, tgt, y: o.sum(),
+    "mean_of_square": lambda o, tgt, y: ((o - tgt) * (o - tgt)).mean(),
+    "square_mean": lambda o, tgt, y: (o - tgt).square().mean(),
+    "mse_loss": lambda o, tgt, y: F.mse_loss(o, tgt),
+    "cross_entropy": lambda o, tgt, y: F.cross_entropy(o.reshape(o.shape[0], -1), y),
+}
+norm_optims = {
+    "sgd": (torch.optim.SGD, dict(lr=0.1)),
+    "sgd_momentum": (torch.optim.SGD, dict(lr=0.05, momentum=0.9)),
+    "adam": (torch.optim.Adam, dict(lr=0.01)),
+}
+norm_train = {}
+for mname, (make, xshape) in norm_models.items():
+    model = make()
+    with torch.no_grad():  # weights away from the ones/zeros defaults, so every gradient term counts
+        for n, p in model.named_parameters():
+            p.copy_((1.0 if n.endswith("weight") and p.dim() == 1 else 0.0) + 0.5 * torch.randn_like(p))
+    state0 = {n: v.clone() for n, v in model.state_dict().items()}
+    xn = rnd(*xshape)
+    with torch.no_grad():
+        oshape = model(xn).shape
+    tgt = rnd(*oshape)
+    classes = math.prod(oshape[1:])
+    yn = torch.randint(0, classes, (xshape[0],))
+    case = dict(state={n: t(v) for n, v in state0.items()}, x=t(xn), target=t(tgt), y=t(yn), runs={})
+    for lname, loss_fn in norm_losses.items():
+        for oname, (cls, kw) in norm_optims.items():
+            if mname == "batchnorm" and lname == "sum" and oname == "adam":
+                continue  # the weight's gradient is 0 up to rounding, which Adam scales to whole steps
+            model.load_state_dict(state0)
+            model.train()
+            o = cls(model.parameters(), **kw)
+            losses, states = [], []
+            for _ in range(3):
+                o.zero_grad()
+                loss = loss_fn(model(xn), tgt, yn)
+                loss.backward()
+                losses.append(loss.item())
+                o.step()
+                states.append({n: t(v) for n, v in model.state_dict().items()})
+            case["runs"][lname + "/" + oname] = dict(losses=losses, states=states)
+    norm_train[mname] = case
+out["norm_train"] = norm_train
+
 with open(sys.argv[1], "w") as f:
     json.dump(out, f)

@@ -285,6 +285,71 @@ BOOST_AUTO_TEST_CASE(assign_reading_its_target_elsewhere_copies_first) {
   check_close(mem.at(a->src(0)), {2, 4, 3, 5});
 }
 
+// An SGD step on a weight and a bias whose gradients (fused into the updates) each read both old values:
+// each update kernel would read the buffer the other overwrites. The reads get kernels of their own.
+BOOST_AUTO_TEST_CASE(assigns_reading_each_others_target_through_reduces) {
+  Memory mem;
+  UOpRef a = input({3}), b = input({3}), x = input({2, 3});
+  mem.set(a, {1, 2, 3});
+  mem.set(b, {1, 1, 2});
+  mem.set(x, {1, 2, 3, 4, 5, 6});
+  auto rows = [&](const UOpRef& v) { return expand(reshape(v, {1, 3}), {2, 3}); };
+  UOpRef y = add(mul(x, rows(a)), rows(b));       // a layer's output: [[2, 5, 11], [5, 11, 20]]
+  UOpRef ga = reshape(sum(mul(y, x), {0}), {3});  // [22, 65, 153]
+  UOpRef gb = reshape(sum(y, {0}), {3});          // [7, 16, 31]
+  UOpRef asg_a = UOp::make(Ops::ASSIGN, dtypes::float32, {a, sub(a, mul(full({3}, 0.01), ga))});
+  UOpRef asg_b = UOp::make(Ops::ASSIGN, dtypes::float32, {b, sub(b, mul(full({3}, 0.1), gb))});
+  run(mem, {asg_a, asg_b}, 4);  // both gradients first, then the two updates
+  check_close(mem.at(buffer_of(a)), {0.78, 1.35, 1.47});
+  check_close(mem.at(buffer_of(b)), {0.3, -0.6, -1.1});
+}
+
+// The same cycle through elementwise reads, and through views of the other's buffer.
+BOOST_AUTO_TEST_CASE(assigns_reading_each_others_target_elementwise) {
+  Memory mem;
+  UOpRef a = input({2}), b = input({2});
+  mem.set(a, {1, 2});
+  mem.set(b, {10, 20});
+  UOpRef asg_a = UOp::make(Ops::ASSIGN, dtypes::float32, {a, add(a, mul(b, full({2}, 2.0)))});
+  UOpRef asg_b = UOp::make(Ops::ASSIGN, dtypes::float32, {b, add(b, mul(a, full({2}, 3.0)))});
+  run(mem, {asg_a, asg_b}, 4);
+  check_close(mem.at(buffer_of(a)), {21, 42});
+  check_close(mem.at(buffer_of(b)), {13, 26});
+  UOpRef m = input({2, 2}), n = input({2, 2});
+  mem.set(m, {1, 2, 3, 4});
+  mem.set(n, {5, 6, 7, 8});
+  UOpRef asg_m = UOp::make(Ops::ASSIGN, dtypes::float32, {m, permute(n, {1, 0})});  // m = n^T
+  UOpRef asg_n = UOp::make(Ops::ASSIGN, dtypes::float32, {n, add(n, m)});           // n = n + m (old m)
+  run(mem, {asg_m, asg_n}, 4);  // each reads a copy of the other's buffer, made first
+  check_close(mem.at(buffer_of(m)), {5, 7, 6, 8});
+  check_close(mem.at(buffer_of(n)), {6, 8, 10, 12});
+}
+
+// A swap: each value is the other's bare buffer, so there is no part to realize; the copies run first.
+BOOST_AUTO_TEST_CASE(assigns_swapping_two_buffers) {
+  Memory mem;
+  UOpRef a = input({3}), b = input({3});
+  mem.set(a, {1, 2, 3});
+  mem.set(b, {4, 5, 6});
+  UOpRef asg_a = UOp::make(Ops::ASSIGN, dtypes::float32, {a, b});
+  UOpRef asg_b = UOp::make(Ops::ASSIGN, dtypes::float32, {b, a});
+  run(mem, {asg_a, asg_b}, 4);
+  check_close(mem.at(buffer_of(a)), {4, 5, 6});
+  check_close(mem.at(buffer_of(b)), {1, 2, 3});
+}
+
+// One kernel reading a buffer both before and after an ASSIGN to it: the old value is read from a copy.
+BOOST_AUTO_TEST_CASE(a_kernel_reading_the_old_and_the_new_value) {
+  Memory mem;
+  UOpRef a = input({2});
+  mem.set(a, {1, 2});
+  UOpRef asg = UOp::make(Ops::ASSIGN, dtypes::float32, {a, add(a, full({2}, 1.0))});
+  UOpRef both = add(a, asg);  // old + new
+  auto out = run(mem, {both}, 3);
+  check_close(out[0], {3, 5});
+  check_close(mem.at(buffer_of(a)), {2, 3});
+}
+
 BOOST_AUTO_TEST_CASE(intermediate_buffers_share_storage) {
   Memory mem;
   UOpRef x = input({4, 3});

@@ -304,6 +304,20 @@ BOOST_AUTO_TEST_CASE(assign_writes_the_buffer) {
   expect_error<ShapeError>([&] { a.assign(Tensor({1, 2})); }, "[assign] cannot broadcast (2,) with (4,)");
 }
 
+// Two in-place updates in a row (PyTorch: w += 1; w *= 2): the second value is built from the first,
+// still pending, assign. It reads that assign's result, which runs once; before, the two scheduled together
+// as two writes of one buffer that each had to come first.
+BOOST_AUTO_TEST_CASE(assign_after_a_pending_assign) {
+  Tensor w = Tensor({1, 2});
+  w.assign(w + 1);
+  w.assign(w * 2);
+  expect_exact<int32_t>(w, {4, 6});
+  Tensor m = Tensor({1, 2, 3, 4}, {2, 2});
+  m.assign(m + 1);
+  m.assign(m.permute({1, 0}) * 10 + m);  // m^T 10 + m, both the updated m
+  expect_exact<int32_t>(m, {22, 43, 34, 55});
+}
+
 BOOST_AUTO_TEST_CASE(casts) {
   Tensor x = Tensor({1.0f, 0.1f, 65504.0f, 70000.0f});
   // nearest half values: 0.1 -> 0x2E66 = 0.0999755859375; 70000 overflows to inf
