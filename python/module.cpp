@@ -182,7 +182,8 @@ std::vector<Tensor> tensor_args(const Tensor& first, const py::args& rest) {
   return ts;
 }
 
-// The values, copied once from the realized buffer into a new numpy array (GIL released for the realize).
+// The values, copied once from the realized buffer into a new numpy array (GIL released for the realize);
+// a symbolic tensor gives its elements at the variables' bound values.
 py::array to_numpy_array(const Tensor& t) {
   Tensor r;
   {
@@ -191,11 +192,11 @@ py::array to_numpy_array(const Tensor& t) {
     r.realize();
   }
   std::vector<py::ssize_t> shape;
-  for (const tg::sint& s : r.shape()) shape.push_back(static_cast<int64_t>(s));
+  for (const tg::sint& s : r.shape()) shape.push_back(s.bound());
   py::array out(to_numpy(r.dtype()), shape);
   auto dst = std::span(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
   py::gil_scoped_release g;
-  if (tg::UOpRef b = tg::realized_buffer(r.uop()); b) {
+  if (tg::UOpRef b = tg::realized_buffer(r.uop()); b && !tg::is_symbolic(r.shape())) {
     tg::copy_to_host(b, dst);
   } else {
     std::vector<std::byte> bytes = r.to_bytes();
@@ -517,7 +518,8 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
   // ---- properties ----
   t.def_property_readonly("shape", [](const Tensor& x) {
     py::tuple s(x.shape().size());
-    for (size_t i = 0; i < x.shape().size(); i++) s[i] = static_cast<int64_t>(x.shape()[i]);
+    for (size_t i = 0; i < x.shape().size(); i++)  // a symbolic size stays an SInt, as tinygrad's UOp
+      s[i] = x.shape()[i].is_number() ? py::cast(static_cast<int64_t>(x.shape()[i])) : py::cast(x.shape()[i]);
     return s;
   });
   t.def_property_readonly("ndim", &Tensor::ndim);

@@ -1,5 +1,7 @@
 #include "runtime/builtins.hpp"
 
+#include "build_config.hpp"
+
 namespace tg::runtime {
 
 const char core_version[] = TG_VERSION;

@@ -21,6 +21,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "base/log.hpp"
+#include "build_config.hpp"
 #include "runtime/elf.hpp"
 
 namespace tg::runtime {

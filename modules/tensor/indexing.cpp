@@ -108,13 +108,26 @@ Tensor Tensor::index(std::vector<Index> indices) const {
   for (const Index& ix : full) {
     const auto& v = ix.value();
     if (const int64_t* i = std::get_if<int64_t>(&v)) {
+      if (*i < 0 && !x.shape()[dim].is_number()) {  // from the end of a symbolic axis: a symbolic bound
+        const sint& n = x.shape()[dim];
+        if (-*i > n.min())
+          throw IndexError(
+              "index", fmt::format("index {} is out of bounds for axis {} with size {} (as small as {})", *i,
+                                   dim, n, n.min()));
+        sint k = n + *i;
+        x = detail::shrink_axis(x, dim++, k, k + 1);
+        continue;
+      }
+      x = detail::pad_axis_to_max(x, dim);  // numbers count up to a symbolic axis' largest size (as tinygrad)
       int64_t size = x.shape()[dim], k = *i < 0 ? *i + size : *i;
       if (k < 0 || k >= size)
         throw IndexError("index",
                          fmt::format("index {} is out of bounds for axis {} with size {}", *i, dim, size));
       x = detail::shrink_axis(x, dim++, k, k + 1);
     } else if (const Slice* s = std::get_if<Slice>(&v)) {
-      x = slice_axis(x, dim, slice_bounds(*s, x.shape()[dim]));
+      bool whole = !s->start && !s->stop && s->step.value_or(1) == 1;  // keeps a symbolic axis as it is
+      if (!whole)
+        x = slice_axis(detail::pad_axis_to_max(x, dim), dim, slice_bounds(*s, x.shape()[dim].max()));
       out.push_back(x.shape()[dim++]);
     } else if (std::holds_alternative<NewAxis>(v)) {
       out.push_back(1);

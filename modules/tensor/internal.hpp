@@ -40,6 +40,8 @@ Tensor to_float(const Tensor& x);
 Tensor inverse(const Tensor& x);
 Tensor shrink_axis(const Tensor& x, int axis, sint begin, sint end);  // [begin, end) of one axis
 Tensor broadcast_axis(const Tensor& x, int axis, int64_t n);          // a size-1 axis expanded to n
+// A symbolic axis padded with zeros to its largest size: numbers then index it whatever the binding.
+Tensor pad_axis_to_max(const Tensor& x, int axis);
 // Row-major strides trick: every step-th element along axis (pads the axis up to a multiple of step).
 Tensor take_every(const Tensor& x, int axis, int64_t step);
 

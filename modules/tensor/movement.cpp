@@ -311,6 +311,14 @@ Tensor shrink_axis(const Tensor& x, int axis, sint begin, sint end) {
   return x.shrink(b);
 }
 
+Tensor pad_axis_to_max(const Tensor& x, int axis) {
+  const sint& n = x.shape()[axis];
+  if (n.is_number()) return x;
+  ShapePairs p(x.ndim(), {sint(0), sint(0)});
+  p[axis].second = n.max() - n;  // n + (max - n) simplifies to the number max
+  return movement(x, Ops::PAD, p);
+}
+
 Tensor broadcast_axis(const Tensor& x, int axis, int64_t n) {
   Shape s = x.shape();
   s[axis] = n;

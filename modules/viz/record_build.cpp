@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "build_config.hpp"
+
 namespace tg::viz {
 
 namespace {
@@ -37,9 +39,7 @@ class NodeTable {
 // __builtin_FILE paths are as the compiler saw them: relative ones are relative to the build folder.
 std::vector<std::string> read_lines(const char* file) {
   std::filesystem::path p(file);
-#ifdef TG_BUILD_ROOT
   if (p.is_relative()) p = std::filesystem::path(TG_BUILD_ROOT) / p;
-#endif
   std::ifstream in(p);
   std::vector<std::string> lines;
   for (std::string s; std::getline(in, s);) lines.push_back(s);

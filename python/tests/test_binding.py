@@ -2,7 +2,7 @@
 import os, tempfile, threading, time, unittest
 import numpy as np
 import torch
-from tinygrad_cpp import Tensor, dtypes, Device, TinyJit, Context, nn
+from tinygrad_cpp import Tensor, dtypes, Device, TinyJit, Context, Variable, nn
 
 rng = np.random.default_rng(0)
 
@@ -106,6 +106,16 @@ class TestOps(unittest.TestCase):
       np.testing.assert_array_equal(t[idx].numpy(), a[idx], err_msg=str(idx))
     np.testing.assert_array_equal(t[Tensor([0, 3, 1])].numpy(), a[[0, 3, 1]])
     np.testing.assert_array_equal(t[[2, 0]].numpy(), a[[2, 0]])
+
+  def test_symbolic_axis(self):
+    # the first 3 of 6 values on a size-i axis: the shape keeps i, reads give the values at i = 3 (numpy's
+    # a[:3]); numbers index up to i's largest size, 6, with zeros past 3
+    a = randn(6)
+    t = Tensor(a)[:Variable("i", 1, 6).bind(3)]
+    self.assertEqual(repr(t.shape[0]), "i")
+    np.testing.assert_array_equal(t.numpy(), a[:3])
+    self.assertEqual(t.tolist(), a[:3].tolist())
+    np.testing.assert_array_equal(t[1:5].numpy(), np.concatenate([a[1:3], np.zeros(2, np.float32)]))
 
   def test_conv_pool(self):
     x, w, b = randn(2, 3, 9, 9), randn(4, 3, 3, 3), randn(4)

@@ -77,6 +77,35 @@ BOOST_AUTO_TEST_CASE(index_errors) {
   expect_error<ValueError>([&] { a[Slice{{}, {}, 0}]; }, "[index] slice step cannot be zero");
 }
 
+// Numbers index a symbolic axis up to its largest size (tinygrad's rule, its test_tiny test_symbolic); past
+// the bound size the elements read as 0, whatever the buffer holds there (hand-derived values).
+BOOST_AUTO_TEST_CASE(numbers_on_a_symbolic_axis) {
+  Variable n("n", 1, 6);
+  Tensor x = (Tensor::arange(6) + 1).realize().shrink({{0, n.bind(3)}});  // [1, 2, 3] of [1 .. 6]
+  Tensor head = x[Slice{{}, 2}];
+  BOOST_TEST((head.shape() == Shape{2}));
+  expect_exact<int32_t>(head, {1, 2});
+  expect_exact<int32_t>(x[Slice{1, 5}], {2, 3, 0, 0});
+  expect_exact<int32_t>(x[Slice{{}, 100}], {1, 2, 3, 0, 0, 0});  // clipped to the largest size, 6
+  expect_exact<int32_t>(x[Slice{{}, {}, -2}], {0, 0, 2});        // 5, 3, 1 of the padded 6
+  BOOST_TEST(x[1].item<int>() == 2);
+  BOOST_TEST(x[4].item<int>() == 0);
+  BOOST_TEST(x[-1].item<int>() == 3);  // from the end of the bound size
+  BOOST_TEST(x[Slice{}].shape()[0].str() == "n");
+  Tensor lifted = x[{newaxis, ellipsis}];
+  BOOST_TEST(lifted.shape()[1].str() == "n");
+  expect_exact<int32_t>(x[Slice{}], {1, 2, 3});
+  // tinygrad's test: a prefix of a computed symbolic tensor, stored, then sliced with a number
+  for (int s : {2, 5}) {
+    Variable i("i", 1, 10);
+    Tensor ret = Tensor::ones({10}).contiguous().shrink({{0, i.bind(s)}}) + 1;
+    expect_values(ret.contiguous()[Slice{{}, s}], std::vector<double>(s, 2.0));
+  }
+  expect_error<IndexError>([&] { x[6]; }, "[index] index 6 is out of bounds for axis 0 with size 6");
+  expect_error<IndexError>([&] { x[-2]; },
+                           "[index] index -2 is out of bounds for axis 0 with size n (as small as 1)");
+}
+
 BOOST_AUTO_TEST_CASE(gather_and_one_hot) {
   Tensor t = Tensor({1, 2, 3, 4}, {2, 2});
   expect_exact<int32_t>(t.gather(1, Tensor({0, 0, 1, 0}, {2, 2})), {1, 1, 4, 3});
