@@ -354,5 +354,72 @@ for _ in range(3):
 out["cnn"] = dict(state=cnn_state, x=t(xc), y=t(yc), losses=cnn_losses,
                   final={n: t(p) for n, p in cnn.state_dict().items()})
 
+# ---- ConvTranspose1d, InstanceNorm, LayerNorm2d, LSTMCell: forward and gradients (own seed, so the vectors
+# above stay as they were) ----
+torch.manual_seed(3)
+
+
+def module_case(m, inputs, fn=None):
+    """m's state, its output on inputs and the gradients of sum(out * G) for the inputs and every parameter."""
+    m.zero_grad(set_to_none=True)  # a module used for several cases must not accumulate
+    xs = [i.clone().requires_grad_(True) for i in inputs]
+    ys = fn(m, *xs) if fn else (m(*xs),)
+    gs = [rnd(*y.shape) for y in ys]
+    sum((y * g).sum() for y, g in zip(ys, gs)).backward()
+    name = lambda n: n[3:] if n.startswith("ln.") else n  # LayerNorm2dRef's parameters are ours without "ln."
+    return dict(state={name(n): t(p) for n, p in m.state_dict().items()}, inputs=[t(i) for i in inputs],
+                ys=[t(y) for y in ys], g=[t(g) for g in gs], dinputs=[t(x.grad) for x in xs],
+                dparams={name(n): t(p.grad) for n, p in m.named_parameters()})
+
+
+new_layers = {}
+new_layers["conv_transpose1d"] = []
+for c in [dict(cin=3, cout=4, k=3, stride=2, padding=1, output_padding=1, dilation=1, groups=1, bias=True, x=(2, 3, 7)),
+          dict(cin=4, cout=6, k=2, stride=3, padding=0, output_padding=2, dilation=1, groups=2, bias=True, x=(1, 4, 5)),
+          dict(cin=2, cout=3, k=3, stride=1, padding=2, output_padding=0, dilation=2, groups=1, bias=False, x=(3, 2, 9)),
+          dict(cin=6, cout=3, k=4, stride=2, padding=3, output_padding=1, dilation=1, groups=3, bias=True, x=(2, 6, 5)),
+          dict(cin=2, cout=2, k=2, stride=3, padding=2, output_padding=1, dilation=2, groups=1, bias=True, x=(1, 2, 6)),
+          dict(cin=5, cout=5, k=5, stride=2, padding=1, output_padding=0, dilation=3, groups=5, bias=True, x=(2, 5, 3))]:
+    m = torch.nn.ConvTranspose1d(c["cin"], c["cout"], c["k"], stride=c["stride"], padding=c["padding"],
+                                 output_padding=c["output_padding"], groups=c["groups"], bias=c["bias"],
+                                 dilation=c["dilation"])
+    new_layers["conv_transpose1d"].append(dict(c, x=list(c["x"]), **module_case(m, [rnd(*c["x"])])))
+# unbatched (C, L) input
+m = torch.nn.ConvTranspose1d(3, 2, 3, stride=2, padding=1)
+new_layers["conv_transpose1d_unbatched"] = module_case(m, [rnd(3, 5)])
+
+new_layers["instancenorm"] = []
+for cls, shape, eps in [(torch.nn.InstanceNorm2d, (2, 3, 5, 4), 1e-5), (torch.nn.InstanceNorm1d, (3, 4, 7), 1e-3),
+                        (torch.nn.InstanceNorm3d, (2, 2, 3, 4, 3), 1e-5)]:
+    m = cls(shape[1], eps=eps, affine=True)
+    with torch.no_grad():
+        m.weight.copy_(rnd(shape[1]))
+        m.bias.copy_(rnd(shape[1]))
+    new_layers["instancenorm"].append(dict(eps=eps, **module_case(m, [rnd(*shape) * 2 + 1])))
+
+
+class LayerNorm2dRef(torch.nn.Module):  # torch's LayerNorm over the channels of NCHW
+    def __init__(self, c):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(c)
+
+    def forward(self, x):
+        return self.ln(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+m = LayerNorm2dRef(5)
+with torch.no_grad():
+    m.ln.weight.copy_(rnd(5))
+    m.ln.bias.copy_(rnd(5))
+new_layers["layernorm2d"] = module_case(m, [rnd(2, 5, 3, 4)])
+
+cell = torch.nn.LSTMCell(5, 4)
+new_layers["lstmcell"] = module_case(cell, [rnd(3, 5), rnd(3, 4), rnd(3, 4)], lambda m, x, h, c: m(x, (h, c)))
+new_layers["lstmcell_zero_state"] = module_case(cell, [rnd(2, 5)], lambda m, x: m(x))
+new_layers["lstmcell_unbatched"] = module_case(cell, [rnd(5), rnd(4), rnd(4)], lambda m, x, h, c: m(x, (h, c)))
+nobias = torch.nn.LSTMCell(3, 2, bias=False)
+new_layers["lstmcell_no_bias"] = module_case(nobias, [rnd(4, 3), rnd(4, 2), rnd(4, 2)], lambda m, x, h, c: m(x, (h, c)))
+out["new_layers"] = new_layers
+
 with open(sys.argv[1], "w") as f:
     json.dump(out, f)
