@@ -421,5 +421,89 @@ nobias = torch.nn.LSTMCell(3, 2, bias=False)
 new_layers["lstmcell_no_bias"] = module_case(nobias, [rnd(4, 3), rnd(4, 2), rnd(4, 2)], lambda m, x, h, c: m(x, (h, c)))
 out["new_layers"] = new_layers
 
+# ---- LARS and Muon: their update equations written out in numpy (float64), fixed gradients per step ----
+import numpy as np
+
+rng = np.random.default_rng(4)
+lm_params = [rng.standard_normal((4, 3)), rng.standard_normal(5), np.zeros((2, 3)), rng.standard_normal((2, 3, 2))]
+lm_steps = 4
+lm_grads = [[rng.standard_normal(p.shape) for p in lm_params] for _ in range(lm_steps)]
+
+
+def lars_traj(lr, momentum, wd, nesterov, classic, tcoef):
+    ps, bs, traj = [p.copy() for p in lm_params], [np.zeros_like(p) for p in lm_params], []
+    for s in range(lm_steps):
+        for i, g in enumerate(lm_grads[s]):
+            p = ps[i]
+            pn, gn = np.linalg.norm(p), np.linalg.norm(g)
+            trust = tcoef * pn / (gn + wd * pn) if tcoef != 0 and pn > 0 and gn > 0 else 1.0
+            d = g + wd * p
+            if classic:  # lr and trust ratio before the momentum
+                d = lr * trust * d
+            if momentum:
+                bs[i] = momentum * bs[i] + d
+                d = d + momentum * bs[i] if nesterov else bs[i]
+            if not classic:
+                d = lr * trust * d
+            ps[i] = p - d
+        traj.append([dict(shape=list(p.shape), data=p.reshape(-1).tolist()) for p in ps])
+    return traj
+
+
+def ns_ref(G, steps, coeffs, eps=1e-7):
+    if G.shape[0] > G.shape[1]:
+        return ns_ref(G.T, steps, coeffs, eps).T
+    X = G / (np.sqrt((G * G).sum()) + eps)
+    for _ in range(steps):
+        A = X @ X.T
+        Y, P = np.zeros_like(X), X
+        for c in coeffs:  # sum_i c_i A^i X
+            Y, P = Y + c * P, A @ P
+        X = Y
+    return X
+
+
+def muon_traj(lr, momentum, wd, ns_steps, coeffs, nesterov):
+    ps, bs, traj = [p.copy() for p in lm_params], [np.zeros_like(p) for p in lm_params], []
+    for s in range(lm_steps):
+        for i, g in enumerate(lm_grads[s]):
+            u = g
+            if momentum:
+                bs[i] = momentum * bs[i] + g
+                u = g + momentum * bs[i] if nesterov else bs[i]
+            u = ns_ref(u.reshape(u.shape[0], -1), ns_steps, coeffs).reshape(u.shape)
+            ps[i] = ps[i] * (1 - lr * wd) - lr * u
+        traj.append([dict(shape=list(p.shape), data=p.reshape(-1).tolist()) for p in ps])
+    return traj
+
+
+def arr(a):
+    return dict(shape=list(a.shape), data=a.reshape(-1).tolist())
+
+
+lars_cases = {
+    "lars_classic": dict(lr=0.5, momentum=0.9, weight_decay=0.01, nesterov=False, classic=True, tcoef=0.02),
+    "lars_popular_nesterov": dict(lr=0.3, momentum=0.8, weight_decay=0.05, nesterov=True, classic=False, tcoef=0.05),
+    "lars_no_momentum": dict(lr=0.2, momentum=0.0, weight_decay=0.0, nesterov=False, classic=True, tcoef=0.01),
+    "lars_tcoef0": dict(lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=False, classic=False, tcoef=0.0),
+}
+muon_cases = {
+    "muon_default": dict(lr=0.02, momentum=0.95, weight_decay=0.1, ns_steps=5, ns_coefficients=[3.4445, -4.775, 2.0315],
+                         nesterov=True),
+    "muon_plain": dict(lr=0.05, momentum=0.9, weight_decay=0.0, ns_steps=3, ns_coefficients=[2.0, -1.5, 0.5],
+                       nesterov=False),
+}
+lm = dict(params=[arr(p) for p in lm_params], grads=[[arr(g) for g in gs] for gs in lm_grads], cases={})
+for name, kw in lars_cases.items():
+    lm["cases"][name] = dict(kw, traj=lars_traj(kw["lr"], kw["momentum"], kw["weight_decay"], kw["nesterov"],
+                                                kw["classic"], kw["tcoef"]))
+for name, kw in muon_cases.items():
+    lm["cases"][name] = dict(kw, traj=muon_traj(kw["lr"], kw["momentum"], kw["weight_decay"], kw["ns_steps"],
+                                                kw["ns_coefficients"], kw["nesterov"]))
+ns_in = rng.standard_normal((3, 5))
+lm["newton_schulz"] = dict(x=arr(ns_in), y=arr(ns_ref(ns_in, 5, [3.4445, -4.775, 2.0315])),
+                           y_t=arr(ns_ref(ns_in.T, 2, [1.5, -0.5])))
+out["lars_muon"] = lm
+
 with open(sys.argv[1], "w") as f:
     json.dump(out, f)
