@@ -379,7 +379,9 @@ for c in [dict(cin=3, cout=4, k=3, stride=2, padding=1, output_padding=1, dilati
           dict(cin=2, cout=3, k=3, stride=1, padding=2, output_padding=0, dilation=2, groups=1, bias=False, x=(3, 2, 9)),
           dict(cin=6, cout=3, k=4, stride=2, padding=3, output_padding=1, dilation=1, groups=3, bias=True, x=(2, 6, 5)),
           dict(cin=2, cout=2, k=2, stride=3, padding=2, output_padding=1, dilation=2, groups=1, bias=True, x=(1, 2, 6)),
-          dict(cin=5, cout=5, k=5, stride=2, padding=1, output_padding=0, dilation=3, groups=5, bias=True, x=(2, 5, 3))]:
+          dict(cin=5, cout=5, k=5, stride=2, padding=1, output_padding=0, dilation=3, groups=5, bias=True, x=(2, 5, 3)),
+          # padding beyond dilation * (kernel - 1): the output is cut from the inside of the full one
+          dict(cin=2, cout=3, k=2, stride=3, padding=2, output_padding=1, dilation=1, groups=1, bias=True, x=(1, 2, 7))]:
     m = torch.nn.ConvTranspose1d(c["cin"], c["cout"], c["k"], stride=c["stride"], padding=c["padding"],
                                  output_padding=c["output_padding"], groups=c["groups"], bias=c["bias"],
                                  dilation=c["dilation"])
