@@ -312,6 +312,43 @@ void bind_nn(py::module_& m) {
   py::class_<nn::Embedding, nn::Module, std::shared_ptr<nn::Embedding>> emb(n, "Embedding");
   emb.def(py::init<int64_t, int64_t>(), py::arg("vocab_size"), py::arg("embed_size"));
   def_layer_common(emb);
+  py::class_<nn::ConvTransposeNd, nn::Module, std::shared_ptr<nn::ConvTransposeNd>> convtnd(
+      n, "_ConvTransposeNd");
+  def_layer_common(convtnd);
+  auto convt_init = [](auto&& c) {  // tinygrad's argument order (dilation before groups)
+    using C = typename std::remove_reference_t<decltype(c)>::type;
+    c.def(py::init([](int64_t in, int64_t out, const py::object& k, const py::object& stride,
+                      const py::object& padding, const py::object& output_padding, const py::object& dilation,
+                      int64_t groups, bool bias) {
+            return std::make_shared<C>(in, out, to_sizes(k), to_sizes(stride), to_sizes(padding),
+                                       to_sizes(output_padding), groups, bias, to_sizes(dilation));
+          }),
+          py::arg("in_channels"), py::arg("out_channels"), py::arg("kernel_size"), py::arg("stride") = 1,
+          py::arg("padding") = 0, py::arg("output_padding") = 0, py::arg("dilation") = 1,
+          py::arg("groups") = 1, py::arg("bias") = true);
+  };
+  convt_init(py::class_<nn::ConvTranspose1d, nn::ConvTransposeNd, std::shared_ptr<nn::ConvTranspose1d>>(
+      n, "ConvTranspose1d"));
+  convt_init(py::class_<nn::ConvTranspose2d, nn::ConvTransposeNd, std::shared_ptr<nn::ConvTranspose2d>>(
+      n, "ConvTranspose2d"));
+  py::class_<nn::InstanceNorm, nn::Module, std::shared_ptr<nn::InstanceNorm>> inorm(n, "InstanceNorm");
+  inorm.def(py::init<int64_t, double, bool>(), py::arg("num_features"), py::arg("eps") = 1e-5,
+            py::arg("affine") = true);
+  def_layer_common(inorm);
+  py::class_<nn::LayerNorm2d, nn::LayerNorm, std::shared_ptr<nn::LayerNorm2d>>(n, "LayerNorm2d")
+      .def(py::init<int64_t, double, bool>(), py::arg("channels"), py::arg("eps") = 1e-5,
+           py::arg("elementwise_affine") = true);
+  py::class_<nn::LSTMCell, nn::Module, std::shared_ptr<nn::LSTMCell>>(n, "LSTMCell")
+      .def(py::init<int64_t, int64_t, bool>(), py::arg("input_size"), py::arg("hidden_size"),
+           py::arg("bias") = true)
+      .def(
+          "__call__",
+          [](nn::LSTMCell& c, const Tensor& x, std::optional<nn::LSTMCell::State> hc) { return c(x, hc); },
+          py::arg("x"), py::arg("hc") = py::none())
+      .def_readwrite("weight_ih", &nn::LSTMCell::weight_ih)
+      .def_readwrite("weight_hh", &nn::LSTMCell::weight_hh)
+      .def_readwrite("bias_ih", &nn::LSTMCell::bias_ih)
+      .def_readwrite("bias_hh", &nn::LSTMCell::bias_hh);
 
   namespace optim = tg::nn::optim;
   py::module_ o = n.def_submodule("optim", "optimizers");
@@ -340,6 +377,35 @@ void bind_nn(py::module_& m) {
       }),
       py::arg("params"), py::arg("lr") = 0.001, py::arg("b1") = 0.9, py::arg("b2") = 0.999, py::arg("eps") = 1e-8,
       py::arg("weight_decay") = 0.01);
+
+  py::class_<optim::LARS, optim::Optimizer>(o, "LARS").def(
+      py::init([](std::vector<Tensor> p, double lr, double momentum, double wd, bool nesterov, bool classic,
+                  double tcoef) {
+        return new optim::LARS(std::move(p), lr, momentum, wd, nesterov, classic, tcoef);
+      }),
+      py::arg("params"), py::arg("lr") = 0.001, py::arg("momentum") = 0.9, py::arg("weight_decay") = 1e-4,
+      py::arg("nesterov") = false, py::arg("classic") = true, py::arg("tcoef") = 0.001);
+  py::class_<optim::Muon, optim::LARS>(o, "Muon").def(
+      py::init([](std::vector<Tensor> p, double lr, double momentum, double wd, int ns_steps,
+                  std::vector<double> ns_coefficients, bool nesterov) {
+        return new optim::Muon(std::move(p), lr, momentum, wd, ns_steps, std::move(ns_coefficients),
+                               nesterov);
+      }),
+      py::arg("params"), py::arg("lr") = 0.001, py::arg("momentum") = 0.95, py::arg("weight_decay") = 0.1,
+      py::arg("ns_steps") = 5, py::arg("ns_coefficients") = std::vector<double>{3.4445, -4.775, 2.0315},
+      py::arg("nesterov") = true);
+  // The members stay alive with the group (the args tuple holds them).
+  py::class_<optim::OptimizerGroup, optim::Optimizer>(o, "OptimizerGroup")
+      .def(py::init([](const py::args& members) {
+             std::vector<optim::Optimizer*> ptrs;
+             for (py::handle m : members) ptrs.push_back(m.cast<optim::Optimizer*>());
+             return new optim::OptimizerGroup(std::move(ptrs));
+           }),
+           py::keep_alive<1, 2>())
+      .def(
+          "__getitem__", [](const optim::OptimizerGroup& g, size_t i) -> optim::Optimizer& { return g[i]; },
+          py::return_value_policy::reference_internal)
+      .def("__len__", &optim::OptimizerGroup::size);
 
   py::class_<optim::LRScheduler>(o, "LRScheduler")
       .def("step", &optim::LRScheduler::step)

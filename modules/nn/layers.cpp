@@ -93,21 +93,25 @@ Tensor ConvNd::forward(const Tensor& x) {
   return x.conv(weight, bias, stride_, padding_, dilation_, groups_, fmt::format("Conv{}d", n_));
 }
 
-ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride,
-                                 Sizes padding, Sizes output_padding, int64_t groups, bool with_bias,
-                                 Sizes dilation)
+ConvTransposeNd::ConvTransposeNd(int n, int64_t in_channels, int64_t out_channels, Sizes kernel_size,
+                                 Sizes stride, Sizes padding, Sizes output_padding, int64_t groups,
+                                 bool with_bias, Sizes dilation)
     : stride_(std::move(stride)),
       padding_(std::move(padding)),
       output_padding_(std::move(output_padding)),
       dilation_(std::move(dilation)),
-      groups_(groups) {
-  check_positive("ConvTranspose2d", {in_channels, out_channels, groups});
+      groups_(groups),
+      n_(n) {
+  std::string name = fmt::format("ConvTranspose{}d", n);
+  check_positive(name, {in_channels, out_channels, groups});
   if (in_channels % groups || out_channels % groups)
-    throw ValueError("ConvTranspose2d",
-                     fmt::format("in_channels {} and out_channels {} must be divisible by groups {}",
-                                 in_channels, out_channels, groups));
+    throw ValueError(name, fmt::format("in_channels {} and out_channels {} must be divisible by groups {}",
+                                       in_channels, out_channels, groups));
   Shape shape{in_channels, out_channels / groups};
-  for (int64_t k : kernel_size.resolve(2, "ConvTranspose2d", "kernel_size")) shape.push_back(k);
+  for (int64_t k : kernel_size.resolve(n, name, "kernel_size")) {
+    check_positive(name, {k});
+    shape.push_back(k);
+  }
   // PyTorch computes fan_in from weight.shape[1:] here too
   int64_t fan_in = std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
   register_parameter("weight", weight, default_weight(shape));
@@ -115,9 +119,12 @@ ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, Size
   realize_state();
 }
 
-Tensor ConvTranspose2d::forward(const Tensor& x) {
-  return x.conv_transpose(weight, bias, stride_, padding_, output_padding_, groups_, dilation_,
-                          "ConvTranspose2d");
+Tensor ConvTransposeNd::forward(const Tensor& x) {
+  std::string name = fmt::format("ConvTranspose{}d", n_);
+  if (x.ndim() != n_ + 1 && x.ndim() != n_ + 2)
+    throw ShapeError(name, fmt::format("expects {} or {} dimensions (channels first), got {}", n_ + 1, n_ + 2,
+                                       shape_str(x.shape())));
+  return x.conv_transpose(weight, bias, stride_, padding_, output_padding_, groups_, dilation_, name);
 }
 
 // ---- normalization ----
@@ -242,6 +249,81 @@ Tensor RMSNorm::forward(const Tensor& x) {
                                                             : std::numeric_limits<float>::epsilon());
   Tensor y = x * (x.square().mean(last_axes(shape_.size()), true) + eps).rsqrt();
   return weight.defined() ? y * weight : y;
+}
+
+InstanceNorm::InstanceNorm(int64_t num_features, double eps, bool affine)
+    : features_(num_features), eps_(eps) {
+  check_positive("InstanceNorm", {num_features});
+  if (affine) {
+    register_parameter("weight", weight, Tensor::ones({num_features}).contiguous());
+    register_parameter("bias", bias, Tensor::zeros({num_features}).contiguous());
+  }
+  realize_state();
+}
+
+Tensor InstanceNorm::forward(const Tensor& x) {
+  if (x.ndim() < 3 || x.shape()[1] != features_)
+    throw ShapeError("InstanceNorm", fmt::format("input {} must be (N, C, *spatial) with C = {}",
+                                                 shape_str(x.shape()), features_));
+  Tensor y = x.reshape({x.shape()[0], features_, -1}).layernorm(-1, eps_).reshape(x.shape());
+  Shape s(x.ndim(), 1);
+  s[1] = features_;
+  if (weight.defined()) y = y * weight.reshape(s);
+  return bias.defined() ? y + bias.reshape(s) : y;
+}
+
+Tensor LayerNorm2d::forward(const Tensor& x) {
+  if (x.ndim() != 4 || x.shape()[1] != channels_)
+    throw ShapeError("LayerNorm2d", fmt::format("input {} must be (N, C, H, W) with C = {}",
+                                                shape_str(x.shape()), channels_));
+  return LayerNorm::forward(x.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+}
+
+// ---- recurrent ----
+
+LSTMCell::LSTMCell(int64_t input_size, int64_t hidden_size, bool with_bias)
+    : input_(input_size), hidden_(hidden_size) {
+  check_positive("LSTMCell", {input_size, hidden_size});
+  double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
+  register_parameter("weight_ih", weight_ih, Tensor::uniform({4 * hidden_size, input_size}, -bound, bound));
+  register_parameter("weight_hh", weight_hh, Tensor::uniform({4 * hidden_size, hidden_size}, -bound, bound));
+  if (with_bias) {
+    register_parameter("bias_ih", bias_ih, Tensor::uniform({4 * hidden_size}, -bound, bound));
+    register_parameter("bias_hh", bias_hh, Tensor::uniform({4 * hidden_size}, -bound, bound));
+  }
+  realize_state();
+}
+
+LSTMCell::State LSTMCell::forward(const Tensor& x, const std::optional<State>& hc) {
+  if (x.ndim() == 1) {  // unbatched: a batch of one
+    std::optional<State> hc1;
+    if (hc) {
+      if (hc->first.ndim() != 1 || hc->second.ndim() != 1)
+        throw ShapeError("LSTMCell", fmt::format("unbatched input {} needs 1-d h and c, got {} and {}",
+                                                 shape_str(x.shape()), shape_str(hc->first.shape()),
+                                                 shape_str(hc->second.shape())));
+      hc1 = State{hc->first.unsqueeze(0), hc->second.unsqueeze(0)};
+    }
+    State out = forward(x.unsqueeze(0), hc1);
+    return {out.first.squeeze(0), out.second.squeeze(0)};
+  }
+  if (x.ndim() != 2 || x.shape()[1] != input_)
+    throw ShapeError("LSTMCell",
+                     fmt::format("input {} must be (N, {}) or ({},)", shape_str(x.shape()), input_, input_));
+  Shape state_shape{x.shape()[0], hidden_};
+  if (hc && (hc->first.shape() != state_shape || hc->second.shape() != state_shape))
+    throw ShapeError(
+        "LSTMCell", fmt::format("h {} and c {} must both be {} for input {}", shape_str(hc->first.shape()),
+                                shape_str(hc->second.shape()), shape_str(state_shape), shape_str(x.shape())));
+  // No state is h = c = 0, still multiplied by weight_hh: it gets its (zero) gradient, as in PyTorch, so an
+  // optimizer stepping all parameters finds one.
+  Tensor h0 = hc ? hc->first : Tensor::zeros(state_shape, x.dtype(), x.device());
+  Tensor c0 = hc ? hc->second : Tensor::zeros(state_shape, x.dtype(), x.device());
+  Tensor gates = x.linear(weight_ih.transpose(), bias_ih) + h0.linear(weight_hh.transpose(), bias_hh);
+  std::vector<Tensor> ifgo = gates.chunk(4, 1);
+  Tensor i = ifgo[0].sigmoid(), f = ifgo[1].sigmoid(), g = ifgo[2].tanh(), o = ifgo[3].sigmoid();
+  Tensor c = f * c0 + i * g;
+  return {o * c.tanh(), c};
 }
 
 // ---- Embedding and Dropout ----

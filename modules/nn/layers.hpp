@@ -45,18 +45,37 @@ class Conv2d : public ConvNd {
                std::move(dilation), groups, bias) {}
 };
 
-// weight (in, out/groups, kH, kW), bias (out,).
-class ConvTranspose2d : public Module {
+// ConvTranspose1d/ConvTranspose2d (PyTorch's argument order): weight (in, out/groups, *kernel), bias (out,).
+// Output length per axis: (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1.
+class ConvTransposeNd : public Module {
  public:
-  ConvTranspose2d(int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride = 1,
-                  Sizes padding = 0, Sizes output_padding = 0, int64_t groups = 1, bool bias = true,
-                  Sizes dilation = 1);
   Tensor forward(const Tensor& x) override;
   Tensor weight, bias;
 
- private:
+ protected:
+  ConvTransposeNd(int n, int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride,
+                  Sizes padding, Sizes output_padding, int64_t groups, bool bias, Sizes dilation);
   Sizes stride_, padding_, output_padding_, dilation_;
   int64_t groups_;
+  int n_;
+};
+
+class ConvTranspose1d : public ConvTransposeNd {  // (N, C, L) or (C, L)
+ public:
+  ConvTranspose1d(int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride = 1,
+                  Sizes padding = 0, Sizes output_padding = 0, int64_t groups = 1, bool bias = true,
+                  Sizes dilation = 1)
+      : ConvTransposeNd(1, in_channels, out_channels, std::move(kernel_size), std::move(stride),
+                        std::move(padding), std::move(output_padding), groups, bias, std::move(dilation)) {}
+};
+
+class ConvTranspose2d : public ConvTransposeNd {  // (N, C, H, W) or (C, H, W)
+ public:
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, Sizes kernel_size, Sizes stride = 1,
+                  Sizes padding = 0, Sizes output_padding = 0, int64_t groups = 1, bool bias = true,
+                  Sizes dilation = 1)
+      : ConvTransposeNd(2, in_channels, out_channels, std::move(kernel_size), std::move(stride),
+                        std::move(padding), std::move(output_padding), groups, bias, std::move(dilation)) {}
 };
 
 // Training: normalizes with the batch statistics and updates running_mean/running_var (unbiased) and
@@ -125,6 +144,49 @@ class RMSNorm : public Module {
  private:
   Shape shape_;
   std::optional<double> eps_;
+};
+
+// InstanceNorm (tinygrad's, = torch.nn.InstanceNorm1d/2d/3d(affine=True)): each (sample, channel) plane
+// of x (N, C, *spatial) is normalized over its spatial axes with the biased variance, then scaled by
+// weight (C,) and shifted by bias (C,) (ones and zeros). No running statistics: train and eval agree.
+class InstanceNorm : public Module {
+ public:
+  InstanceNorm(int64_t num_features, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias;
+
+ private:
+  int64_t features_;
+  double eps_;
+};
+
+// tinygrad's LayerNorm2d: LayerNorm over the channel axis of (N, C, H, W) at every pixel; weight and bias
+// (C,).
+class LayerNorm2d : public LayerNorm {
+ public:
+  explicit LayerNorm2d(int64_t channels, double eps = 1e-5, bool elementwise_affine = true, bool bias = true)
+      : LayerNorm({channels}, eps, elementwise_affine, bias), channels_(channels) {}
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  int64_t channels_;
+};
+
+// PyTorch's LSTMCell: gates = x W_ih^T + b_ih + h W_hh^T + b_hh, split in the order i, f, g, o;
+// c' = sigmoid(f) c + sigmoid(i) tanh(g), h' = sigmoid(o) tanh(c'). weight_ih (4H, in), weight_hh (4H, H),
+// bias_ih, bias_hh (4H,), all uniform(+-1/sqrt(H)). x (N, in) with h, c (N, H), or unbatched (in,) with (H,).
+class LSTMCell : public Module {
+ public:
+  using State = std::pair<Tensor, Tensor>;  // (h, c)
+  LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+  // One step; no state means h = c = 0. Returns (h', c').
+  State forward(const Tensor& x, const std::optional<State>& hc);
+  State operator()(const Tensor& x, const std::optional<State>& hc = std::nullopt) { return forward(x, hc); }
+  Tensor forward(const Tensor& x) override { return forward(x, std::nullopt).first; }  // h' from zero state
+  Tensor weight_ih, weight_hh, bias_ih, bias_hh;
+
+ private:
+  int64_t input_, hidden_;
 };
 
 // Integer indices -> rows of weight (num_embeddings, embedding_dim), initialized N(0, 1).

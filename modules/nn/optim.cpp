@@ -42,7 +42,11 @@ Optimizer::Optimizer(std::vector<Tensor> params, LR lr) : params_(std::move(para
   lr_value_ = lr_.item<double>();
 }
 
+Optimizer::Optimizer(std::vector<Tensor> params, NoLR) : params_(std::move(params)) { first_device(params_); }
+
 void Optimizer::set_lr(double lr) {
+  if (!lr_.defined())
+    throw ValueError("set_lr", "an OptimizerGroup has no lr of its own: set each member's (group[i])");
   if (!(lr >= 0)) throw ValueError("set_lr", fmt::format("lr must be >= 0, got {}", lr));
   lr_.assign(Tensor(lr, lr_.dtype(), lr_.device())).realize();
   lr_value_ = lr;
@@ -142,6 +146,133 @@ std::vector<Tensor> Adam::update(const std::vector<Tensor>& params, const std::v
     out.push_back(params[i] - lr_ * up);
   }
   return out;
+}
+
+// ---- LARS and Muon ----
+
+LARS::LARS(std::vector<Tensor> params, LR lr, double momentum, double weight_decay, bool nesterov,
+           bool classic, double tcoef)
+    : Optimizer(std::move(params), lr),
+      momentum_(momentum),
+      wd_(weight_decay),
+      tcoef_(tcoef),
+      nesterov_(nesterov),
+      classic_(classic) {
+  if (momentum < 0) throw ValueError("LARS", fmt::format("momentum must be >= 0, got {}", momentum));
+  if (weight_decay < 0)
+    throw ValueError("LARS", fmt::format("weight_decay must be >= 0, got {}", weight_decay));
+  if (tcoef < 0) throw ValueError("LARS", fmt::format("tcoef must be >= 0, got {}", tcoef));
+  if (nesterov && momentum == 0) throw ValueError("LARS", "nesterov needs a momentum > 0");
+  if (momentum > 0)
+    for (const Tensor& p : params_) b_.push_back(zeros_like_param(p));
+}
+
+LARS::LARS(std::vector<Tensor> params, LR lr, double momentum, double weight_decay, bool nesterov,
+           int ns_steps, std::vector<double> ns_coefficients)
+    : Optimizer(std::move(params), lr),
+      momentum_(momentum),
+      wd_(weight_decay),
+      tcoef_(0),
+      nesterov_(nesterov),
+      classic_(false),
+      pre_wd_(false),
+      ns_steps_(ns_steps),
+      ns_coefficients_(std::move(ns_coefficients)) {
+  if (momentum < 0) throw ValueError("Muon", fmt::format("momentum must be >= 0, got {}", momentum));
+  if (weight_decay < 0)
+    throw ValueError("Muon", fmt::format("weight_decay must be >= 0, got {}", weight_decay));
+  if (nesterov && momentum == 0) throw ValueError("Muon", "nesterov needs a momentum > 0");
+  if (ns_steps < 0) throw ValueError("Muon", fmt::format("ns_steps must be >= 0, got {}", ns_steps));
+  if (ns_coefficients_.empty()) throw ValueError("Muon", "ns_coefficients must not be empty");
+  for (size_t i = 0; i < params_.size(); i++)
+    if (params_[i].ndim() == 0)
+      throw ShapeError("Muon",
+                       fmt::format("parameter {} is 0-d: the update is orthogonalized as (rows, -1)", i));
+  if (momentum > 0)
+    for (const Tensor& p : params_) b_.push_back(zeros_like_param(p));
+}
+
+std::vector<Tensor> LARS::update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                                 std::vector<Tensor>& state_out) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params.size(); i++) {
+    const Tensor& p = params[i];
+    Tensor g = grads[i], r;
+    if (tcoef_ != 0) {
+      Tensor r1 = p.square().sum().sqrt(), r2 = g.square().sum().sqrt();
+      r = (r1 > 0).where((r2 > 0).where(tcoef_ * r1 / (r2 + wd_ * r1), 1.0), 1.0);
+    }
+    auto scale = [&](const Tensor& u) { return r.defined() ? u * r * lr_ : u * lr_; };
+    if (pre_wd_ && wd_ > 0) g = g + wd_ * p;
+    if (classic_) g = scale(g);
+    if (momentum_ > 0) {
+      // b starts at zero, so the first step gives b = g
+      Tensor b = b_[i].assign(momentum_ * b_[i] + g);
+      state_out.push_back(b);
+      g = nesterov_ ? g + momentum_ * b : b;
+    }
+    if (!ns_coefficients_.empty())
+      g = newton_schulz(g.reshape({g.shape()[0], -1}), ns_steps_, ns_coefficients_).reshape(g.shape());
+    Tensor base = !pre_wd_ && wd_ > 0 ? p * (1 - wd_ * lr_) : p;
+    out.push_back(base - (classic_ ? g : scale(g)));
+  }
+  return out;
+}
+
+Tensor newton_schulz(const Tensor& g, int steps, const std::vector<double>& coefficients, double eps) {
+  if (g.ndim() < 2)
+    throw ShapeError("newton_schulz", fmt::format("needs at least 2 axes, got {}", shape_str(g.shape())));
+  if (coefficients.empty()) throw ValueError("newton_schulz", "needs at least one coefficient");
+  int m = g.ndim() - 2, n = g.ndim() - 1;
+  if (g.shape()[m] > g.shape()[n])
+    return newton_schulz(g.transpose(m, n), steps, coefficients, eps).transpose(m, n);
+  Tensor x = g / (g.square().sum({m, n}, true).sqrt() + eps);
+  for (int s = 0; s < steps; s++) {
+    Tensor gram = x.matmul(x.transpose(m, n)), term = x, next = coefficients[0] * x;
+    for (size_t i = 1; i < coefficients.size(); i++) {
+      term = gram.matmul(term);  // (X X^T)^i X
+      next = next + coefficients[i] * term;
+    }
+    x = next;
+  }
+  return x;
+}
+
+// ---- OptimizerGroup ----
+
+namespace {
+
+std::vector<Tensor> member_params(const std::vector<Optimizer*>& optimizers) {
+  if (optimizers.empty()) throw ValueError("OptimizerGroup", "needs at least one optimizer");
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < optimizers.size(); i++) {
+    if (!optimizers[i]) throw ValueError("OptimizerGroup", fmt::format("optimizer {} is null", i));
+    out.insert(out.end(), optimizers[i]->params().begin(), optimizers[i]->params().end());
+  }
+  return out;
+}
+
+}  // namespace
+
+OptimizerGroup::OptimizerGroup(std::vector<Optimizer*> optimizers)
+    : Optimizer(member_params(optimizers), NoLR{}), optimizers_(std::move(optimizers)) {}
+
+void OptimizerGroup::zero_grad() {
+  for (Optimizer* o : optimizers_) o->zero_grad();
+}
+
+std::vector<Tensor> OptimizerGroup::schedule_step() {
+  std::vector<Tensor> out;
+  for (Optimizer* o : optimizers_) {
+    std::vector<Tensor> part = o->schedule_step();
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+std::vector<Tensor> OptimizerGroup::update(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                           std::vector<Tensor>&) {
+  throw ValueError("OptimizerGroup", "steps through its members' schedule_step, never update");
 }
 
 }  // namespace tg::nn::optim

@@ -189,6 +189,43 @@ class TestNN(unittest.TestCase):
     np.testing.assert_allclose(ln(Tensor(x)).numpy(), tl(torch.from_numpy(x)).detach().numpy(), rtol=1e-4,
                                atol=1e-5)
 
+  def test_new_layers_and_optimizer_group_against_torch(self):
+    T = torch.from_numpy
+    ct = nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+    tct = torch.nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+    with torch.no_grad(): tct.weight.copy_(T(ct.weight.numpy())), tct.bias.copy_(T(ct.bias.numpy()))
+    x = randn(2, 4, 5)
+    np.testing.assert_allclose(ct(Tensor(x)).numpy(), tct(T(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    cell, tcell = nn.LSTMCell(3, 2), torch.nn.LSTMCell(3, 2)
+    with torch.no_grad():
+      for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"): getattr(tcell, name).copy_(T(getattr(cell, name).numpy()))
+    x, h, c = randn(4, 3), randn(4, 2), randn(4, 2)
+    for got, want in zip(cell(Tensor(x), (Tensor(h), Tensor(c))), tcell(T(x), (T(h), T(c)))):
+      np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cell(Tensor(x))[1].numpy(), tcell(T(x))[1].detach().numpy(), rtol=1e-5, atol=1e-6)
+    inorm = nn.InstanceNorm(2)
+    x = randn(2, 2, 3, 4)
+    np.testing.assert_allclose(inorm(Tensor(x)).numpy(), torch.nn.InstanceNorm2d(2, affine=True)(T(x)).detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+    # SGD and Adam stepped as one group follow torch's optimizers
+    w0, v0, gw, gv = randn(3), randn(2, 2), randn(3), randn(2, 2)
+    w, v = Tensor(w0, requires_grad=True), Tensor(v0, requires_grad=True)
+    group = nn.optim.OptimizerGroup(nn.optim.SGD([w], lr=0.1, momentum=0.9), nn.optim.Adam([v], lr=0.01))
+    self.assertEqual(len(group), 2)
+    tw, tv = T(w0.copy()).requires_grad_(), T(v0.copy()).requires_grad_()
+    topts = [torch.optim.SGD([tw], lr=0.1, momentum=0.9), torch.optim.Adam([tv], lr=0.01)]
+    for _ in range(3):
+      ((w * Tensor(gw)).sum() + (v * v * Tensor(gv)).sum()).backward()
+      group.step()
+      group.zero_grad()
+      ((tw * T(gw)).sum() + (tv * tv * T(gv)).sum()).backward()
+      for o in topts: o.step(), o.zero_grad()
+    np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(v.numpy(), tv.detach().numpy(), rtol=1e-5, atol=1e-6)
+    self.assertIsNone(w.grad)
+    muon = nn.optim.Muon([Tensor(randn(3, 4), requires_grad=True)], lr=0.02)
+    self.assertIsInstance(muon, nn.optim.LARS)
+
   def test_state_round_trip(self):
     from safetensors.numpy import load_file
     model = [nn.Linear(3, 4), nn.BatchNorm(4)]

@@ -412,5 +412,158 @@ for mname, (make, xshape) in norm_models.items():
     norm_train[mname] = case
 out["norm_train"] = norm_train
 
+# ---- ConvTranspose1d, InstanceNorm, LayerNorm2d, LSTMCell: forward and gradients (own seed, so the vectors
+# above stay as they were) ----
+torch.manual_seed(3)
+
+
+def module_case(m, inputs, fn=None):
+    """m's state, its output on inputs and the gradients of sum(out * G) for the inputs and every parameter."""
+    m.zero_grad(set_to_none=True)  # a module used for several cases must not accumulate
+    xs = [i.clone().requires_grad_(True) for i in inputs]
+    ys = fn(m, *xs) if fn else (m(*xs),)
+    gs = [rnd(*y.shape) for y in ys]
+    sum((y * g).sum() for y, g in zip(ys, gs)).backward()
+    name = lambda n: n[3:] if n.startswith("ln.") else n  # LayerNorm2dRef's parameters are ours without "ln."
+    return dict(state={name(n): t(p) for n, p in m.state_dict().items()}, inputs=[t(i) for i in inputs],
+                ys=[t(y) for y in ys], g=[t(g) for g in gs], dinputs=[t(x.grad) for x in xs],
+                dparams={name(n): t(p.grad) for n, p in m.named_parameters()})
+
+
+new_layers = {}
+new_layers["conv_transpose1d"] = []
+for c in [dict(cin=3, cout=4, k=3, stride=2, padding=1, output_padding=1, dilation=1, groups=1, bias=True, x=(2, 3, 7)),
+          dict(cin=4, cout=6, k=2, stride=3, padding=0, output_padding=2, dilation=1, groups=2, bias=True, x=(1, 4, 5)),
+          dict(cin=2, cout=3, k=3, stride=1, padding=2, output_padding=0, dilation=2, groups=1, bias=False, x=(3, 2, 9)),
+          dict(cin=6, cout=3, k=4, stride=2, padding=3, output_padding=1, dilation=1, groups=3, bias=True, x=(2, 6, 5)),
+          dict(cin=2, cout=2, k=2, stride=3, padding=2, output_padding=1, dilation=2, groups=1, bias=True, x=(1, 2, 6)),
+          dict(cin=5, cout=5, k=5, stride=2, padding=1, output_padding=0, dilation=3, groups=5, bias=True, x=(2, 5, 3)),
+          # padding beyond dilation * (kernel - 1): the output is cut from the inside of the full one
+          dict(cin=2, cout=3, k=2, stride=3, padding=2, output_padding=1, dilation=1, groups=1, bias=True, x=(1, 2, 7))]:
+    m = torch.nn.ConvTranspose1d(c["cin"], c["cout"], c["k"], stride=c["stride"], padding=c["padding"],
+                                 output_padding=c["output_padding"], groups=c["groups"], bias=c["bias"],
+                                 dilation=c["dilation"])
+    new_layers["conv_transpose1d"].append(dict(c, x=list(c["x"]), **module_case(m, [rnd(*c["x"])])))
+# unbatched (C, L) input
+m = torch.nn.ConvTranspose1d(3, 2, 3, stride=2, padding=1)
+new_layers["conv_transpose1d_unbatched"] = module_case(m, [rnd(3, 5)])
+
+new_layers["instancenorm"] = []
+for cls, shape, eps in [(torch.nn.InstanceNorm2d, (2, 3, 5, 4), 1e-5), (torch.nn.InstanceNorm1d, (3, 4, 7), 1e-3),
+                        (torch.nn.InstanceNorm3d, (2, 2, 3, 4, 3), 1e-5)]:
+    m = cls(shape[1], eps=eps, affine=True)
+    with torch.no_grad():
+        m.weight.copy_(rnd(shape[1]))
+        m.bias.copy_(rnd(shape[1]))
+    new_layers["instancenorm"].append(dict(eps=eps, **module_case(m, [rnd(*shape) * 2 + 1])))
+
+
+class LayerNorm2dRef(torch.nn.Module):  # torch's LayerNorm over the channels of NCHW
+    def __init__(self, c):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(c)
+
+    def forward(self, x):
+        return self.ln(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+m = LayerNorm2dRef(5)
+with torch.no_grad():
+    m.ln.weight.copy_(rnd(5))
+    m.ln.bias.copy_(rnd(5))
+new_layers["layernorm2d"] = module_case(m, [rnd(2, 5, 3, 4)])
+
+cell = torch.nn.LSTMCell(5, 4)
+new_layers["lstmcell"] = module_case(cell, [rnd(3, 5), rnd(3, 4), rnd(3, 4)], lambda m, x, h, c: m(x, (h, c)))
+new_layers["lstmcell_zero_state"] = module_case(cell, [rnd(2, 5)], lambda m, x: m(x))
+new_layers["lstmcell_unbatched"] = module_case(cell, [rnd(5), rnd(4), rnd(4)], lambda m, x, h, c: m(x, (h, c)))
+nobias = torch.nn.LSTMCell(3, 2, bias=False)
+new_layers["lstmcell_no_bias"] = module_case(nobias, [rnd(4, 3), rnd(4, 2), rnd(4, 2)], lambda m, x, h, c: m(x, (h, c)))
+out["new_layers"] = new_layers
+
+# ---- LARS and Muon: their update equations written out in numpy (float64), fixed gradients per step ----
+import numpy as np
+
+rng = np.random.default_rng(4)
+lm_params = [rng.standard_normal((4, 3)), rng.standard_normal(5), np.zeros((2, 3)), rng.standard_normal((2, 3, 2))]
+lm_steps = 4
+lm_grads = [[rng.standard_normal(p.shape) for p in lm_params] for _ in range(lm_steps)]
+
+
+def lars_traj(lr, momentum, wd, nesterov, classic, tcoef):
+    ps, bs, traj = [p.copy() for p in lm_params], [np.zeros_like(p) for p in lm_params], []
+    for s in range(lm_steps):
+        for i, g in enumerate(lm_grads[s]):
+            p = ps[i]
+            pn, gn = np.linalg.norm(p), np.linalg.norm(g)
+            trust = tcoef * pn / (gn + wd * pn) if tcoef != 0 and pn > 0 and gn > 0 else 1.0
+            d = g + wd * p
+            if classic:  # lr and trust ratio before the momentum
+                d = lr * trust * d
+            if momentum:
+                bs[i] = momentum * bs[i] + d
+                d = d + momentum * bs[i] if nesterov else bs[i]
+            if not classic:
+                d = lr * trust * d
+            ps[i] = p - d
+        traj.append([dict(shape=list(p.shape), data=p.reshape(-1).tolist()) for p in ps])
+    return traj
+
+
+def ns_ref(G, steps, coeffs, eps=1e-7):
+    if G.shape[0] > G.shape[1]:
+        return ns_ref(G.T, steps, coeffs, eps).T
+    X = G / (np.sqrt((G * G).sum()) + eps)
+    for _ in range(steps):
+        A = X @ X.T
+        Y, P = np.zeros_like(X), X
+        for c in coeffs:  # sum_i c_i A^i X
+            Y, P = Y + c * P, A @ P
+        X = Y
+    return X
+
+
+def muon_traj(lr, momentum, wd, ns_steps, coeffs, nesterov):
+    ps, bs, traj = [p.copy() for p in lm_params], [np.zeros_like(p) for p in lm_params], []
+    for s in range(lm_steps):
+        for i, g in enumerate(lm_grads[s]):
+            u = g
+            if momentum:
+                bs[i] = momentum * bs[i] + g
+                u = g + momentum * bs[i] if nesterov else bs[i]
+            u = ns_ref(u.reshape(u.shape[0], -1), ns_steps, coeffs).reshape(u.shape)
+            ps[i] = ps[i] * (1 - lr * wd) - lr * u
+        traj.append([dict(shape=list(p.shape), data=p.reshape(-1).tolist()) for p in ps])
+    return traj
+
+
+def arr(a):
+    return dict(shape=list(a.shape), data=a.reshape(-1).tolist())
+
+
+lars_cases = {
+    "lars_classic": dict(lr=0.5, momentum=0.9, weight_decay=0.01, nesterov=False, classic=True, tcoef=0.02),
+    "lars_popular_nesterov": dict(lr=0.3, momentum=0.8, weight_decay=0.05, nesterov=True, classic=False, tcoef=0.05),
+    "lars_no_momentum": dict(lr=0.2, momentum=0.0, weight_decay=0.0, nesterov=False, classic=True, tcoef=0.01),
+    "lars_tcoef0": dict(lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=False, classic=False, tcoef=0.0),
+}
+muon_cases = {
+    "muon_default": dict(lr=0.02, momentum=0.95, weight_decay=0.1, ns_steps=5, ns_coefficients=[3.4445, -4.775, 2.0315],
+                         nesterov=True),
+    "muon_plain": dict(lr=0.05, momentum=0.9, weight_decay=0.0, ns_steps=3, ns_coefficients=[2.0, -1.5, 0.5],
+                       nesterov=False),
+}
+lm = dict(params=[arr(p) for p in lm_params], grads=[[arr(g) for g in gs] for gs in lm_grads], cases={})
+for name, kw in lars_cases.items():
+    lm["cases"][name] = dict(kw, traj=lars_traj(kw["lr"], kw["momentum"], kw["weight_decay"], kw["nesterov"],
+                                                kw["classic"], kw["tcoef"]))
+for name, kw in muon_cases.items():
+    lm["cases"][name] = dict(kw, traj=muon_traj(kw["lr"], kw["momentum"], kw["weight_decay"], kw["ns_steps"],
+                                                kw["ns_coefficients"], kw["nesterov"]))
+ns_in = rng.standard_normal((3, 5))
+lm["newton_schulz"] = dict(x=arr(ns_in), y=arr(ns_ref(ns_in, 5, [3.4445, -4.775, 2.0315])),
+                           y_t=arr(ns_ref(ns_in.T, 2, [1.5, -0.5])))
+out["lars_muon"] = lm
+
 with open(sys.argv[1], "w") as f:
     json.dump(out, f)

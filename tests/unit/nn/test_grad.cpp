@@ -45,6 +45,51 @@ BOOST_AUTO_TEST_CASE(conv_gradients_match_torch) {
               [](const std::vector<Tensor>& x) { return x[0].conv_transpose2d(x[1], x[2], 2, 1, 1); });
 }
 
+// ConvTranspose1d, InstanceNorm, LayerNorm2d and LSTMCell: gradients of the input(s) and every parameter.
+BOOST_AUTO_TEST_CASE(new_layer_gradients_match_torch) {
+  const json& r = reference()["new_layers"];
+  auto one = [](nn::Module& m) {
+    return [&m](const std::vector<Tensor>& x) { return std::vector<Tensor>{m(x[0])}; };
+  };
+  for (const json& c : r["conv_transpose1d"]) {
+    BOOST_TEST_CONTEXT("ConvTranspose1d " << c["x"].dump() << " k " << c["k"] << " stride " << c["stride"]
+                                          << " groups " << c["groups"]) {
+      nn::ConvTranspose1d m(c["cin"], c["cout"], c["k"].get<int64_t>(), c["stride"].get<int64_t>(),
+                            c["padding"].get<int64_t>(), c["output_padding"].get<int64_t>(), c["groups"],
+                            c["bias"], c["dilation"].get<int64_t>());
+      tg::test::check_module_case(m, c, one(m), true);
+    }
+  }
+  for (const json& c : r["instancenorm"]) {
+    BOOST_TEST_CONTEXT("InstanceNorm " << c["inputs"][0]["shape"].dump()) {
+      nn::InstanceNorm m(tg::test::shape_of(c["inputs"][0])[1], c["eps"].get<double>());
+      tg::test::check_module_case(m, c, one(m), true);
+    }
+  }
+  nn::LayerNorm2d ln(5);
+  tg::test::check_module_case(ln, r["layernorm2d"], one(ln), true);
+  for (const char* name : {"lstmcell", "lstmcell_unbatched"}) {
+    BOOST_TEST_CONTEXT(name) {
+      nn::LSTMCell cell(5, 4);
+      tg::test::check_module_case(
+          cell, r[name],
+          [&cell](const std::vector<Tensor>& x) {
+            auto [h, c] = cell(x[0], nn::LSTMCell::State{x[1], x[2]});
+            return std::vector<Tensor>{h, c};
+          },
+          true);
+    }
+  }
+  nn::LSTMCell cell(5, 4);
+  tg::test::check_module_case(
+      cell, r["lstmcell_zero_state"],
+      [&cell](const std::vector<Tensor>& x) {
+        auto [h, c] = cell(x[0]);
+        return std::vector<Tensor>{h, c};
+      },
+      true);  // weight_hh's gradient: zero (h = 0), and defined
+}
+
 namespace {
 
 // Inputs that require grad (conv's own backward rule), checked against PyTorch.

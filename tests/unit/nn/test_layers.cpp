@@ -179,6 +179,116 @@ BOOST_AUTO_TEST_CASE(norms_and_embedding_match_torch) {
   expect_matches(emb(tensor_of(layer("embedding")["x"], dtypes::int32)), layer("embedding")["y"]);
 }
 
+namespace {
+
+const json& new_layer(const char* name) { return reference()["new_layers"][name]; }
+
+tg::test::ModuleFn one(nn::Module& m) {
+  return [&m](const std::vector<Tensor>& x) { return std::vector<Tensor>{m(x[0])}; };
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(conv_transpose1d_matches_torch) {
+  for (const json& c : new_layer("conv_transpose1d")) {
+    BOOST_TEST_CONTEXT("ConvTranspose1d " << c["x"].dump() << " k " << c["k"] << " stride " << c["stride"]
+                                          << " padding " << c["padding"] << " output_padding "
+                                          << c["output_padding"] << " dilation " << c["dilation"]
+                                          << " groups " << c["groups"]) {
+      nn::ConvTranspose1d m(c["cin"], c["cout"], c["k"].get<int64_t>(), c["stride"].get<int64_t>(),
+                            c["padding"].get<int64_t>(), c["output_padding"].get<int64_t>(), c["groups"],
+                            c["bias"], c["dilation"].get<int64_t>());
+      int64_t cin = c["cin"], cout = c["cout"], groups = c["groups"], k = c["k"];
+      BOOST_TEST(m.weight.shape() == (Shape{cin, cout / groups, k}));
+      tg::test::check_module_case(m, c, one(m), false);
+    }
+  }
+  nn::ConvTranspose1d m(3, 2, 3, 2, 1);
+  tg::test::check_module_case(m, new_layer("conv_transpose1d_unbatched"), one(m), false);
+  expect_error<ShapeError>(
+      [&] {
+        m(Tensor::ones({1, 3, 4, 4}));
+      },
+      "[ConvTranspose1d] expects 2 or 3 dimensions (channels first), got (1,3,4,4)");
+  expect_error<ValueError>(
+      [] { nn::ConvTranspose1d(4, 6, 3, 1, 0, 0, 4); },
+      "[ConvTranspose1d] in_channels 4 and out_channels 6 must be divisible by groups 4");
+}
+
+BOOST_AUTO_TEST_CASE(instance_norm_and_layernorm2d_match_torch) {
+  for (const json& c : new_layer("instancenorm")) {
+    int64_t channels = tg::test::shape_of(c["inputs"][0])[1];
+    BOOST_TEST_CONTEXT("InstanceNorm " << c["inputs"][0]["shape"].dump()) {
+      nn::InstanceNorm m(channels, c["eps"].get<double>());
+      tg::test::check_module_case(m, c, one(m), false);
+    }
+  }
+  nn::InstanceNorm plain(3, 1e-5, false);
+  BOOST_TEST(plain.parameters().empty());
+  expect_error<ShapeError>(
+      [&] {
+        plain(Tensor::ones({2, 3}));
+      },
+      "[InstanceNorm] input (2,3) must be (N, C, *spatial) with C = 3");
+  nn::LayerNorm2d ln(5);
+  BOOST_TEST(names(ln.named_parameters()) == (std::vector<std::string>{"weight", "bias"}),
+             boost::test_tools::per_element());
+  tg::test::check_module_case(ln, new_layer("layernorm2d"), one(ln), false);
+  expect_error<ShapeError>(
+      [&] {
+        ln(Tensor::ones({2, 4, 3, 3}));
+      },
+      "[LayerNorm2d] input (2,4,3,3) must be (N, C, H, W) with C = 5");
+}
+
+BOOST_AUTO_TEST_CASE(lstm_cell_matches_torch) {
+  nn::LSTMCell cell(5, 4);
+  BOOST_TEST(names(cell.named_parameters()) ==
+                 (std::vector<std::string>{"weight_ih", "weight_hh", "bias_ih", "bias_hh"}),
+             boost::test_tools::per_element());
+  double bound = 0.5;  // 1/sqrt(hidden)
+  for (const Tensor& p : cell.parameters())
+    for (float v : p.to_vector<float>()) BOOST_CHECK(std::abs(v) <= bound);
+  auto with_state = [&cell](const std::vector<Tensor>& x) {
+    auto [h, c] = cell(x[0], nn::LSTMCell::State{x[1], x[2]});
+    return std::vector<Tensor>{h, c};
+  };
+  tg::test::check_module_case(cell, new_layer("lstmcell"), with_state, false);
+  tg::test::check_module_case(cell, new_layer("lstmcell_unbatched"), with_state, false);
+  tg::test::check_module_case(
+      cell, new_layer("lstmcell_zero_state"),
+      [&cell](const std::vector<Tensor>& x) {
+        auto [h, c] = cell(x[0]);
+        BOOST_TEST(cell.forward(x[0]).to_vector<float>() == h.to_vector<float>(),
+                   boost::test_tools::per_element());
+        return std::vector<Tensor>{h, c};
+      },
+      false);
+  // from a zero state every parameter still gets a gradient, so an optimizer over all of them can step
+  nn::optim::SGD opt(cell.parameters(), 0.1);
+  cell(Tensor::ones({2, 5})).first.sum().backward();
+  for (const Tensor& p : cell.parameters()) BOOST_TEST(p.grad().defined());
+  for (float v : cell.weight_hh.grad().to_vector<float>()) BOOST_TEST(v == 0.0f);
+  opt.step();
+  nn::LSTMCell nobias(3, 2, false);
+  BOOST_TEST(nobias.parameters().size() == 2u);
+  auto nobias_fn = [&nobias](const std::vector<Tensor>& x) {
+    auto [h, c] = nobias(x[0], nn::LSTMCell::State{x[1], x[2]});
+    return std::vector<Tensor>{h, c};
+  };
+  tg::test::check_module_case(nobias, new_layer("lstmcell_no_bias"), nobias_fn, false);
+  expect_error<ShapeError>(
+      [&] {
+        cell(Tensor::ones({2, 4}));
+      },
+      "[LSTMCell] input (2,4) must be (N, 5) or (5,)");
+  expect_error<ShapeError>(
+      [&] {
+        cell(Tensor::ones({2, 5}), nn::LSTMCell::State{Tensor::ones({2, 4}), Tensor::ones({3, 4})});
+      },
+      "[LSTMCell] h (2,4) and c (3,4) must both be (2,4) for input (2,5)");
+}
+
 BOOST_AUTO_TEST_CASE(dropout_module_follows_mode) {
   nn::Dropout d(0.5);
   Tensor x = Tensor::ones({8, 8});
