@@ -26,6 +26,11 @@ RendererCaps opencl_caps(const OpenCLLimits& l, const char* dialect) {
                    Scalar::UINT32, Scalar::INT64, Scalar::UINT64, Scalar::FLOAT32})
     set_bit(&c.dtypes, static_cast<int>(s));
   if (l.fp16) set_bit(&c.dtypes, static_cast<int>(Scalar::FLOAT16));
+  // bfloat16 and fp8 have no OpenCL C type: stored as ushort/uchar, computed in float (codegen's emulation).
+  for (Scalar s : {Scalar::BFLOAT16, Scalar::FP8E4M3, Scalar::FP8E5M2}) {
+    set_bit(&c.dtypes, static_cast<int>(s));
+    c.emulated_dtypes |= uint64_t{1} << static_cast<int>(s);
+  }
   if (l.fp64) set_bit(&c.dtypes, static_cast<int>(Scalar::FLOAT64));
   // MAX stays the C ternary (a<b?b:a, NaN as the reference has it), the rest are OpenCL builtins.
   for (Ops o :

@@ -157,7 +157,11 @@ BOOST_AUTO_TEST_CASE(caps_match_clGetDeviceInfo) {
   BOOST_TEST(has(tg::Scalar::FLOAT64) == (ext.find(" cl_khr_fp64 ") != std::string::npos ||
                                           cl.get<cl_device_fp_config>(CL_DEVICE_DOUBLE_FP_CONFIG) != 0));
   BOOST_TEST(has(tg::Scalar::INT64));
-  BOOST_TEST(!has(tg::Scalar::BFLOAT16));
+  // bfloat16 and fp8 have no OpenCL C type: declared as emulated (bits in ushort/uchar, float in registers)
+  for (tg::Scalar s : {tg::Scalar::BFLOAT16, tg::Scalar::FP8E4M3, tg::Scalar::FP8E5M2}) {
+    BOOST_TEST(has(s));
+    BOOST_TEST((tg::sdk::emulated_dtypes(caps) >> static_cast<int>(s) & 1) == 1);
+  }
   BOOST_TEST(std::string(caps.dialect) == "opencl");
   BOOST_TEST(device().allocator().alignment() == cl.get<cl_uint>(CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
 }
