@@ -84,6 +84,10 @@ tg::sdk::RendererCaps glsl_caps(const ShaderFeatures& f, const ShaderLimits& l) 
   if (f.storage16 && f.float16) c.dtypes |= bit(Scalar::FLOAT16);
   if (f.int64) c.dtypes |= bit(Scalar::INT64) | bit(Scalar::UINT64);
   if (f.float64) c.dtypes |= bit(Scalar::FLOAT64);
+  // bfloat16 and fp8 have no GLSL type: their bits live in uint16_t/uint8_t and codegen computes in float.
+  if (f.storage16 && f.int16) c.emulated_dtypes |= bit(Scalar::BFLOAT16);
+  if (f.storage8 && f.int8) c.emulated_dtypes |= bit(Scalar::FP8E4M3) | bit(Scalar::FP8E5M2);
+  c.dtypes |= c.emulated_dtypes;
   // EXP2/LOG2/SIN/POW are left to codegen's polynomials: Vulkan only bounds GLSL's exp2/log2/sin loosely.
   for (Ops o : {Ops::ADD, Ops::MUL, Ops::NEG, Ops::IDIV, Ops::MOD, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND,
                 Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::WHERE, Ops::FDIV, Ops::RECIPROCAL, Ops::SQRT, Ops::TRUNC,
