@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <cstdint>
 #include <sstream>
 
 #include "base/env.hpp"
@@ -96,17 +97,36 @@ tg::Shape shape_args(const py::args& a) {
   return to_shape(a);
 }
 
-// numpy array (its own dtype) or nested lists (tinygrad's defaults: float32, int32, bool) -> one host copy
-// into a device buffer.
+// A Python object kept by C++ (a numpy array under a tensor): dropped with the GIL, from whatever thread.
+std::shared_ptr<const void> keep_alive(py::object o) {
+  return std::shared_ptr<const void>(new py::object(std::move(o)), [](const py::object* p) {
+    if (!Py_IsInitialized()) return;  // at exit: the interpreter is gone, leave the reference
+    py::gil_scoped_acquire g;
+    delete p;
+  });
+}
+
+// numpy array (its own dtype) or nested lists (tinygrad's defaults: float32, int32, bool) -> a tensor. A
+// C-contiguous, aligned, native-order array is used in place (Tensor::from_blob, read-only: the tensor never
+// writes it, a write moves the tensor to a copy) and kept alive by a reference; on a device without host
+// memory in place it is copied at the first realize. Any other array is copied once.
 Tensor from_array(py::array a, const OptDType& dtype, const OptDev& device) {
+  if (!a.dtype().attr("isnative").cast<bool>()) a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
   DType src = from_numpy(a.dtype());
-  py::array c = py::array::ensure(a, py::array::c_style);
-  tg::Shape shape;
-  for (py::ssize_t i = 0; i < c.ndim(); i++) shape.push_back(static_cast<int64_t>(c.shape(i)));
   std::string d = device ? tg::canonical_device(*device) : tg::default_device_name();
-  tg::RealizedBuffer b = tg::buffer_from_host(
-      d, src, std::span(static_cast<const std::byte*>(c.data()), static_cast<size_t>(c.nbytes())));
-  Tensor t(tg::realized_view(b.buffer, shape), d, {b.hold});
+  tg::Shape shape;
+  for (py::ssize_t i = 0; i < a.ndim(); i++) shape.push_back(static_cast<int64_t>(a.shape(i)));
+  auto address = reinterpret_cast<uintptr_t>(a.data());
+  Tensor t;
+  if ((a.flags() & py::array::c_style) != 0 && address % src.itemsize() == 0) {
+    t = Tensor::from_blob(const_cast<void*>(a.data()), shape, src,
+                          {.device = d, .owner = keep_alive(a), .read_only = true});
+  } else {
+    py::array c = py::array::ensure(a, py::array::c_style);
+    tg::RealizedBuffer b = tg::buffer_from_host(
+        d, src, std::span(static_cast<const std::byte*>(c.data()), static_cast<size_t>(c.nbytes())));
+    t = Tensor(tg::realized_view(b.buffer, shape), d, {b.hold});
+  }
   return dtype && *dtype != src ? t.cast(*dtype) : t;
 }
 
@@ -182,17 +202,29 @@ std::vector<Tensor> tensor_args(const Tensor& first, const py::args& rest) {
   return ts;
 }
 
-// The values, copied once from the realized buffer into a new numpy array (GIL released for the realize);
-// a symbolic tensor gives its elements at the variables' bound values.
+// The values as a numpy array. Where the device maps its buffers to host memory (CLANG) the array is a
+// read-only view of the tensor's realized buffer, holding it alive: no copy, and it keeps its values, since a
+// later write to the tensor (assign, an optimizer step, a JIT replay) moves the tensor to new memory first.
+// Elsewhere, and for a symbolic tensor (its elements at the variables' bound values), the values are copied
+// once into a new array. The GIL is released for the realize.
 py::array to_numpy_array(const Tensor& t) {
   Tensor r;
+  tg::HostView v;
   {
     py::gil_scoped_release g;
     r = t.contiguous();
     r.realize();
+    if (!tg::is_symbolic(r.shape())) v = r.host_view();
   }
   std::vector<py::ssize_t> shape;
   for (const tg::sint& s : r.shape()) shape.push_back(s.bound());
+  if (v.bytes.data() != nullptr) {
+    auto* hold = new std::shared_ptr<const void>(std::move(v.hold));
+    py::capsule base(hold, [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); });
+    py::array out(to_numpy(r.dtype()), shape, {}, v.bytes.data(), base);
+    py::detail::array_proxy(out.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+    return out;
+  }
   py::array out(to_numpy(r.dtype()), shape);
   auto dst = std::span(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
   py::gil_scoped_release g;
@@ -651,6 +683,7 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
     return x.gradient(ts, g.value_or(Tensor()));
   }, py::arg("gradient") = py::none());
   t.def("assign", [](Tensor& x, py::object v) { return x.assign(to_operand(v)); });
+  t.def("replace", [](Tensor& x, const Tensor& v) { return x.replace(v); }, py::arg("x"));
   t.def("sequential", [](const Tensor& x, const py::iterable& layers) {
     py::object y = py::cast(x);
     for (py::handle f : layers) y = f(y);

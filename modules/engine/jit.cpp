@@ -103,7 +103,9 @@ struct Launch {
   std::vector<std::shared_ptr<Buffer>> buffers;
   std::vector<sdk::Handle> handles;
   std::vector<std::pair<size_t, size_t>> input_args;  // (argument, input index)
-  std::vector<std::string> vars;                      // set from each call's values
+  std::vector<std::pair<size_t, int64_t>> held_args;  // (argument, buffer id) of buffers tensors hold
+  std::vector<bool> written;
+  std::vector<std::string> vars;  // set from each call's values
   std::vector<int64_t> vals;
   sdk::LaunchDims dims;
   std::function<sdk::LaunchDims(std::span<const int64_t>)> dims_at;  // null: static
@@ -113,11 +115,13 @@ struct Capture {
   std::vector<InputSig> sig;
   std::vector<Launch> launches;
   std::vector<Tensor> outputs;
-  std::vector<int> output_input;  // output i is input j's buffer (-1: its own)
+  std::vector<int> output_input;    // output i is input j's buffer (-1: its own)
+  std::vector<bool> input_written;  // a launch writes input i in place
   JitInfo info;
   // The whole replay as one recorded list on a device that offers it (sdk/graph.hpp); tried once.
   std::unique_ptr<sdk::LaunchGraph> graph;
   bool graph_tried = false;
+  uint64_t moves = 0;  // buffer_moves() when the launches last took their buffers' storage
 };
 
 // What the planner knows of one buffer of the capture.
@@ -294,20 +298,25 @@ struct Jit::Impl {
       r.device = l.buffers.empty() ? nullptr : &l.buffers[0]->device();
       r.name = std::move(l.name), r.program = std::move(l.program), r.vars = std::move(l.vars),
       r.vals = std::move(l.vals), r.dims = l.dims, r.dims_at = std::move(l.dims_at);
+      r.written = l.written;
       for (size_t a = 0; a < l.buffer_ids.size(); a++) {
         int64_t id = l.buffer_ids[a];
         std::shared_ptr<Buffer> b = l.buffers[a];
         if (auto in = input_of.find(id); in != input_of.end()) {
           r.input_args.emplace_back(a, in->second);
+          if (l.written[a]) c.input_written.resize(inputs.size()), c.input_written[in->second] = true;
           b = nullptr;  // the capture's input is not kept: every replay brings its own
         } else if (auto p = placed.find(id); p != placed.end()) {
           b = p->second;
+        } else if (uses.at(id).alive) {
+          r.held_args.emplace_back(a, id);
         }
         r.handles.push_back(b ? b->handle() : nullptr);
         r.buffers.push_back(std::move(b));
       }
     }
     c.info.launches = c.launches.size();
+    c.moves = buffer_moves();
     debug_log(1, "jit: captured {} kernels, intermediates {} -> {} ({} buffers -> {})", c.launches.size(),
               bytes_text(c.info.intermediate_bytes), bytes_text(c.info.planned_bytes), c.info.intermediates,
               c.info.planned_buffers);
@@ -350,10 +359,33 @@ struct Jit::Impl {
     return std::unique_ptr<sdk::LaunchGraph>(g);
   }
 
+  // Buffers this replay writes that a host view (numpy()) shows move to new memory first, as in a realize;
+  // then every launch takes the buffers' storage now (also after a realize moved one since the last call).
+  static void rebind_moved(Capture& c) {
+    for (Launch& l : c.launches)
+      for (auto [a, id] : l.held_args)
+        if (l.written[a]) live_buffer(id, true);
+    bool moved = false;
+    for (Launch& l : c.launches)
+      for (auto [a, id] : l.held_args)
+        if (std::shared_ptr<Buffer> b = live_buffer(id, false); b && b != l.buffers[a])
+          l.buffers[a] = b, l.handles[a] = b->handle(), moved = true;
+    if (moved) c.graph.reset(), c.graph_tried = false;
+    c.moves = buffer_moves();
+  }
+
   static std::vector<Tensor> replay(Capture& c, std::span<const Tensor> inputs, const Values& values) {
     Timer t;
+    if (host_views_alive() || buffer_moves() != c.moves) rebind_moved(c);
     std::vector<std::shared_ptr<Buffer>> in;
-    for (const Tensor& x : inputs) in.push_back(held_size(x) ? nullptr : device_buffer(buffer_uop(x)));
+    for (size_t i = 0; i < inputs.size(); i++) {
+      // an input written in place that is read-only caller memory or shown by a host view moves first
+      const Tensor& x = inputs[i];
+      bool written = i < c.input_written.size() && c.input_written[i];
+      in.push_back(held_size(x) ? nullptr
+                   : written    ? live_buffer(buffer_uid(x), true)
+                                : device_buffer(buffer_uop(x)));
+    }
     for (Launch& l : c.launches) {
       for (auto [a, i] : l.input_args) l.buffers[a] = in[i], l.handles[a] = in[i]->handle();
       if (!l.vars.empty()) {

@@ -73,8 +73,53 @@ struct DeviceStorage {
   int64_t id = 0;
   DType dtype;
   std::shared_ptr<Buffer> buf;
+  // Memory others see: caller memory given read-only, or bytes a host view shows (the view's hold keeps
+  // buf). A kernel or copy that writes the storage first moves it to a private copy (make_writable).
+  bool read_only = false;
+  std::weak_ptr<const void> viewed;
+  // Caller memory a device cannot use in place: copied into buf at first use (filled), owner kept until then.
+  const std::byte* fill_from = nullptr;
+  std::shared_ptr<const void> fill_owner;
+  std::once_flag fill_once;
   ~DeviceStorage() { table().remove(id); }
 };
+
+std::shared_ptr<DeviceStorage> filled(std::shared_ptr<DeviceStorage> b) {
+  if (b->fill_from != nullptr)
+    std::call_once(b->fill_once, [&] {
+      b->buf->copyin(std::span(b->fill_from, b->buf->nbytes()));
+      b->fill_owner.reset();
+    });
+  return b;
+}
+
+// A host view's hold: the memory it shows, counted so that replays check for views only while there are some.
+std::atomic<int64_t> live_views{0};
+std::atomic<uint64_t> moves{0};  // storages make_writable moved to new memory
+struct ViewHold {
+  std::shared_ptr<Buffer> buf;
+  explicit ViewHold(std::shared_ptr<Buffer> b) : buf(std::move(b)) { live_views++; }
+  ~ViewHold() { live_views--; }
+  ViewHold(const ViewHold&) = delete;
+  ViewHold& operator=(const ViewHold&) = delete;
+};
+
+// Before a kernel or copy writes s: memory others see stays as it is, and s moves to a copy of it.
+void make_writable(DeviceStorage& s) {
+  if (!s.read_only && s.viewed.expired()) return;
+  auto fresh = std::make_shared<Buffer>(s.buf->device(), s.buf->nbytes());
+  if (const std::byte* p = s.buf->host_address()) {
+    fresh->copyin(std::span(p, s.buf->nbytes()));
+  } else {
+    std::vector<std::byte> bytes(s.buf->nbytes());
+    s.buf->copyout(bytes);
+    fresh->copyin(bytes);
+  }
+  s.buf = std::move(fresh);
+  moves++;
+  s.read_only = false;
+  s.viewed.reset();
+}
 
 // The storages a realize holds while it runs, by buffer id.
 using Keep = std::unordered_map<int64_t, std::shared_ptr<DeviceStorage>>;
@@ -96,7 +141,7 @@ std::shared_ptr<DeviceStorage> storage_for(const UOp& buffer) {
   if (buffer.op() != Ops::BUFFER)
     throw ValueError("realize", fmt::format("{} is not a BUFFER", op_name(buffer.op())));
   int64_t id = buffer_id(buffer);
-  if (auto b = table().find(id)) return b;
+  if (auto b = table().find(id)) return filled(std::move(b));
   auto b = std::make_shared<DeviceStorage>();
   b->id = id, b->dtype = buffer.dtype();
   size_t nbytes = static_cast<size_t>(buffer.arg_as<int64_t>()) * buffer.dtype().itemsize();
@@ -111,7 +156,7 @@ std::shared_ptr<DeviceStorage> storage_of(const UOp& buffer) {
   std::shared_ptr<DeviceStorage> b = table().find(buffer_id(buffer));
   if (!b)
     throw ValueError("realize", fmt::format("buffer {} was freed (no tensor holds it)", buffer_id(buffer)));
-  return b;
+  return filled(std::move(b));
 }
 
 RealizedBuffer make_buffer(std::string_view device, DType dtype, int64_t numel,
@@ -424,6 +469,7 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals, Keep& keep,
   if (rec) rec->name = prog.name, rec->program = k->program;
   for (const LoweredKernel::Buf& a : prog.bufs) {
     std::shared_ptr<DeviceStorage> s = storage_for(*si.bufs.at(static_cast<size_t>(a.index)));
+    if (a.written) make_writable(*s);
     handles.push_back(s->buf->handle());
     nbytes.push_back(static_cast<int64_t>(s->buf->nbytes()));
     if (rec) {
@@ -454,6 +500,7 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals, Keep& keep,
 
 void run_copy(const ScheduleItem& si, Keep& keep) {
   std::shared_ptr<DeviceStorage> dst = storage_for(*si.bufs.at(0)), src = storage_of(*si.bufs.at(1));
+  make_writable(*dst);
   // The source may be a longer buffer whose prefix is the value (a contiguous view of its first elements,
   // kept as a view): the copy moves what the destination holds.
   std::vector<std::byte> bytes(std::min(src->buf->nbytes(), dst->buf->nbytes()));
@@ -502,6 +549,37 @@ RealizedBuffer buffer_from_host(std::string_view device, DType dtype, std::span<
 RealizedBuffer buffer_empty(std::string_view device, DType dtype, int64_t numel) {
   if (numel < 0) throw ValueError("buffer", fmt::format("negative element count {}", numel));
   return make_buffer(device, dtype, numel, {});
+}
+
+RealizedBuffer buffer_over_host(std::string_view device, DType dtype, int64_t numel, void* data,
+                                std::shared_ptr<const void> owner, bool read_only) {
+  if (numel < 0) throw ValueError("buffer", fmt::format("negative element count {}", numel));
+  UOpRef buf = tg::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
+  Device& dev = tg::device(device);
+  size_t nbytes = static_cast<size_t>(numel) * dtype.itemsize();
+  auto b = std::make_shared<DeviceStorage>();
+  b->id = buffer_id(*buf), b->dtype = dtype;
+  if ((b->buf = Buffer::wrap_host(dev, data, nbytes, owner))) {
+    b->read_only = read_only;
+  } else {
+    b->buf = std::make_shared<Buffer>(dev, nbytes);
+    b->fill_from = static_cast<const std::byte*>(data), b->fill_owner = std::move(owner);
+  }
+  table().add(b->id, b);
+  return {buf, b};
+}
+
+HostView host_view(const UOpRef& buffer) {
+  std::shared_ptr<DeviceStorage> s = storage_of(*buffer);
+  const std::byte* p = s->buf->host_address();
+  if (p == nullptr) return {};
+  if (active_capture) active_capture->host_reads.push_back(fmt::format("a host view of buffer {}", s->id));
+  std::shared_ptr<const void> hold = s->viewed.lock();
+  if (!hold) {
+    hold = std::make_shared<ViewHold>(s->buf);
+    s->viewed = hold;
+  }
+  return {std::span(p, s->buf->nbytes()), hold};
 }
 
 UOpRef realized_view(const UOpRef& buffer, const Shape& shape) {
@@ -608,6 +686,16 @@ CaptureScope::CaptureScope(CaptureLog& log) : prev_(active_capture) { active_cap
 CaptureScope::~CaptureScope() { active_capture = prev_; }
 
 std::shared_ptr<Buffer> device_buffer(const UOpRef& buffer) { return storage_of(*buffer)->buf; }
+
+bool host_views_alive() { return live_views.load() > 0; }
+uint64_t buffer_moves() { return moves.load(); }
+
+std::shared_ptr<Buffer> live_buffer(int64_t id, bool for_write) {
+  std::shared_ptr<DeviceStorage> s = table().find(id);
+  if (!s) return nullptr;
+  if (for_write) make_writable(*s);
+  return s->buf;
+}
 
 std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef> roots) {
   std::vector<UOpRef> targets = realize_targets(roots);

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "runtime/check.hpp"
+#include "tg/sdk/foreign_memory.hpp"
 
 namespace tg {
 
@@ -21,9 +23,30 @@ Buffer::Buffer(std::shared_ptr<Buffer> base, size_t offset, size_t nbytes)
   base_ = std::move(base);
 }
 
+namespace {
+sdk::ForeignMemory* foreign_memory(Device& device) {
+  const void* ext = device.plugin().extension(sdk::kForeignMemoryExtension);
+  return const_cast<sdk::ForeignMemory*>(static_cast<const sdk::ForeignMemory*>(ext));
+}
+}  // namespace
+
+std::shared_ptr<Buffer> Buffer::wrap_host(Device& device, void* ptr, size_t nbytes,
+                                          std::shared_ptr<const void> owner) {
+  sdk::ForeignMemory* ext = foreign_memory(device);
+  if (ext == nullptr) return nullptr;
+  sdk::Handle h = nullptr;
+  check(ext->wrap(ptr, nbytes, &h), "from_blob",
+        fmt::format("{} using {} bytes of host memory at {}", device.str(), nbytes, fmt::ptr(ptr)));
+  auto b = std::shared_ptr<Buffer>(new Buffer(device, nbytes));
+  b->handle_ = h, b->foreign_ = true, b->owner_ = std::move(owner);
+  return b;
+}
+
 Buffer::~Buffer() {
   if (handle_ == nullptr) return;
-  if (base_)
+  if (foreign_)
+    foreign_memory(device_)->release(handle_);
+  else if (base_)
     device_.allocator().free_view(handle_);
   else
     device_.allocator().free(handle_, nbytes_, opts_);
@@ -34,6 +57,10 @@ sdk::Handle Buffer::handle() {
     handle_ = base_ ? device_.allocator().offset(base_->handle(), offset_, nbytes_)
                     : device_.allocator().alloc(nbytes_, opts_);
   return handle_;
+}
+
+std::byte* Buffer::host_address() {
+  return static_cast<std::byte*>(device_.allocator().raw().as_host(handle()));
 }
 
 void Buffer::copyin(std::span<const std::byte> src) {

@@ -45,6 +45,21 @@ std::string canonical_device(std::string_view spec);
 RealizedBuffer buffer_from_host(std::string_view device, DType dtype, std::span<const std::byte> data);
 // A new buffer with unspecified contents.
 RealizedBuffer buffer_empty(std::string_view device, DType dtype, int64_t numel);
+// A buffer of numel elements over host memory the caller owns (Tensor::from_blob). A device that uses host
+// memory in place (sdk::ForeignMemory) reads and writes it there and keeps owner as long as the buffer; any
+// other device copies it in at the first use (realize, a kernel, a read) and keeps owner until then. With
+// read_only, the first write (assign) moves the buffer to a private copy: the memory is never written.
+RealizedBuffer buffer_over_host(std::string_view device, DType dtype, int64_t numel, void* data,
+                                std::shared_ptr<const void> owner, bool read_only);
+
+// A realized buffer's bytes where the host can read them without a copy, and a hold that keeps them. Empty
+// (null data) when its device does not map buffers to host memory. The bytes never change while the hold
+// lives: a later write to the buffer (assign) moves it to new memory first and leaves these as they were.
+struct HostView {
+  std::span<const std::byte> bytes;
+  std::shared_ptr<const void> hold;
+};
+HostView host_view(const UOpRef& buffer);
 
 // Computes every root (a tensor-graph UOp with a shape) and returns, per root, a buffer holding its
 // elements in row-major order (dtype = the root's dtype, numel = product of its shape). A root that is
@@ -102,5 +117,12 @@ class CaptureScope {
 };
 // The device storage behind a live BUFFER UOp.
 std::shared_ptr<Buffer> device_buffer(const UOpRef& buffer);
+// For replays, which write captured buffers in place: whether any host view (host_view's hold) is alive; how
+// many times a buffer was moved to new memory before a write (memory a host view shows, or read-only caller
+// memory); and the storage of a live buffer id now, moved like that first when for_write (as a realize's
+// kernels do), null when no tensor holds the buffer any more.
+bool host_views_alive();
+uint64_t buffer_moves();
+std::shared_ptr<Buffer> live_buffer(int64_t id, bool for_write);
 
 }  // namespace tg

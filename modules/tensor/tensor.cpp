@@ -1,5 +1,6 @@
 // Tensor core: the handle, properties, realization, dtype changes and in-place assignment.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <unordered_set>
@@ -102,6 +103,28 @@ void Tensor::init_from_host(std::span<const std::byte> bytes, DType src, Shape s
   std::string dev = device.empty() ? default_device_name() : canonical_device(device);
   RealizedBuffer rb = buffer_from_host(dev, dt, bytes);
   *this = Tensor(UOp::make(Ops::RESHAPE, dt, {rb.buffer}, shape), dev, {rb.hold});
+}
+
+Tensor Tensor::from_blob(void* data, Shape shape, DType dtype, BlobOptions opts) {
+  if (dtype.count() != 1 || dtype.is_ptr() || dtype.scalar() == Scalar::VOID ||
+      dtype.scalar() == Scalar::INDEX)
+    throw DTypeError("from_blob", fmt::format("{} is not a tensor element dtype", dtype.str()));
+  for (const sint& d : shape) {
+    if (!d.is_number())
+      throw ShapeError("from_blob", fmt::format("the shape {} has a symbolic size; memory has a fixed one",
+                                                detail::shape_str(shape)));
+    if (static_cast<int64_t>(d) < 0)
+      throw ShapeError("from_blob", fmt::format("negative size {} in the shape {}", static_cast<int64_t>(d),
+                                                detail::shape_str(shape)));
+  }
+  if (data == nullptr) throw ValueError("from_blob", "data is a null pointer");
+  if (reinterpret_cast<uintptr_t>(data) % dtype.itemsize() != 0)
+    throw ValueError("from_blob", fmt::format("data at {} is not aligned to {}'s {} bytes", fmt::ptr(data),
+                                              dtype.name(), dtype.itemsize()));
+  std::string dev = opts.device.empty() ? default_device_name() : canonical_device(opts.device);
+  RealizedBuffer rb = buffer_over_host(dev, dtype, static_cast<int64_t>(detail::prod(shape)), data,
+                                       std::move(opts.owner), opts.read_only);
+  return Tensor(realized_view(rb.buffer, shape), dev, {rb.hold});
 }
 
 Tensor::Impl& Tensor::impl() const {
@@ -244,6 +267,18 @@ std::vector<std::byte> Tensor::to_bytes() const {
   return out;
 }
 
+HostView Tensor::host_view() const {
+  Tensor t = contiguous();
+  t.realize();
+  UOpRef buf = realized_buffer(t.uop());
+  if (!buf) return {};
+  HostView v = tg::host_view(buf);
+  // a symbolic tensor reads as its elements at the variables' bound values
+  if (v.bytes.data() != nullptr)
+    v.bytes = v.bytes.first(static_cast<size_t>(numel().bound()) * dtype().itemsize());
+  return v;
+}
+
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   std::vector<std::byte> bytes = to_bytes();
@@ -354,6 +389,24 @@ Tensor& Tensor::assign(const Operand& x) {
   for (const BufferHold& h : v.holds())
     if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
   impl().replace_uop(UOp::make(Ops::ASSIGN, dtype(), {uop(), v.uop()}), std::move(holds));
+  return *this;
+}
+
+Tensor& Tensor::replace(const Tensor& x) {
+  if (x.shape() != shape())
+    throw ShapeError("replace", fmt::format("the new value has shape {} but the tensor has shape {}",
+                                            detail::shape_str(x.shape()), detail::shape_str(shape())));
+  if (x.dtype() != dtype())
+    throw DTypeError("replace", fmt::format("the new value is {} but the tensor is {}; cast it first",
+                                            x.dtype().name(), dtype().name()));
+  if (x.requires_grad())
+    throw ValueError("replace", "the new value requires grad; replace takes data, detach() it first");
+  Tensor v = x;
+  // a buffer of its own, not one shared by every tensor replaced by an equal lazy graph (one node)
+  if (!is_buffer_view(v.uop().get())) v = x.contiguous().realize();
+  Impl& im = impl();
+  im.replace_uop(v.uop(), v.holds());
+  im.device = v.device();
   return *this;
 }
 

@@ -120,6 +120,13 @@ class Padding {
   std::string mode_;
 };
 
+// How Tensor::from_blob uses the caller's memory.
+struct BlobOptions {
+  std::string_view device;            // empty: the default device
+  std::shared_ptr<const void> owner;  // kept while the tensor's buffer needs the memory (see from_blob)
+  bool read_only = false;             // in-place writes (assign) go to a private copy, never to the memory
+};
+
 class Index;
 class Operand;
 
@@ -139,6 +146,17 @@ class Tensor {
   template <typename T>
   requires std::is_arithmetic_v<T> Tensor(std::initializer_list<T> data, Shape shape = {},
                                           std::optional<DType> dtype = {}, std::string_view device = {});
+  // The row-major elements of shape and dtype at data, without a copy on a device that uses host memory in
+  // place (CLANG, INTERP: the device's sdk::ForeignMemory): kernels read the caller's memory at each realize,
+  // so a change the caller makes shows in the next one, and assign() writes into it unless read_only (then
+  // the first write moves the tensor to a private copy). Any other device copies the memory at the first
+  // realize that uses the tensor (or reads it); after that the memory is not read again.
+  // Lifetime: the memory must stay valid and in place as long as the tensor's buffer uses it (in place: until
+  // every tensor on it is gone; other devices: until that first realize), or pass opts.owner, kept exactly
+  // that long (e.g. a shared_ptr that owns the memory, or a reference to a Python object).
+  // data must be aligned to dtype's size (a misaligned pointer is refused, never copied quietly); null data,
+  // a negative or symbolic size and a non-element dtype are errors too.
+  static Tensor from_blob(void* data, Shape shape, DType dtype, BlobOptions opts = {});
   // Wraps a tensor-graph UOp computed on device; holds keep the buffers it reads alive.
   Tensor(UOpRef uop, std::string device, std::vector<BufferHold> holds = {});
 
@@ -226,6 +244,10 @@ class Tensor {
   template <typename T>
   T item() const;  // the single element; ValueError unless numel() == 1
   std::vector<std::byte> to_bytes() const;
+  // Realizes the row-major elements and returns them where the host reads them without a copy, with a hold
+  // that keeps them (realize.hpp's host_view: they stay as they are while it lives, later writes to the
+  // tensor go to new memory); empty when the device does not map its buffers to host memory.
+  HostView host_view() const;
   std::vector<ScheduleItemView> schedule() const;
   std::string str() const;  // realizes and formats the values
 
@@ -514,6 +536,11 @@ class Tensor {
   std::vector<Tensor> gradient(std::vector<Tensor> targets, const Tensor& grad_output = Tensor()) const;
   // Makes this tensor write x (broadcast, same dtype) into its buffer when realized; returns *this.
   Tensor& assign(const Operand& x);
+  // Makes this tensor refer to x's data (tinygrad's replace; nothing is written): same shape and dtype, and x
+  // must not require grad. Every copy of this handle sees it. A lazy x is realized now, into a buffer of its
+  // own: equal lazy graphs are one node, so tensors replaced by them (ones_like(p).contiguous() for every
+  // parameter) would share one buffer and an assign to one would change the others. Returns *this.
+  Tensor& replace(const Tensor& x);
 
  private:
   struct Impl;

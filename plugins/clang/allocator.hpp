@@ -1,5 +1,6 @@
 #pragma once
 #include "tg/sdk/allocator.hpp"
+#include "tg/sdk/foreign_memory.hpp"
 
 namespace tg::clangdev {
 
@@ -20,6 +21,18 @@ class HostAllocator final : public tg::sdk::Allocator {
   void free_view(tg::sdk::Handle view) noexcept override { (void)view; }
   tg::sdk::Status transfer(tg::sdk::Handle dst, tg::sdk::Handle src, size_t nbytes) noexcept override;
   void* as_host(tg::sdk::Handle buf) noexcept override { return buf; }
+};
+
+// The caller's memory used in place: a handle is its address. Kernels need element alignment only (vector
+// types are aligned as their elements), which the core checks.
+class HostForeignMemory final : public tg::sdk::ForeignMemory {
+ public:
+  tg::sdk::Status wrap(void* ptr, size_t nbytes, tg::sdk::Handle* out) noexcept override {
+    (void)nbytes;
+    *out = ptr;
+    return {};
+  }
+  void release(tg::sdk::Handle buf) noexcept override { (void)buf; }
 };
 
 }  // namespace tg::clangdev

@@ -180,6 +180,10 @@ class ClangDevice final : public tg::sdk::Device {
   tg::sdk::Compiler& compiler() noexcept override { return compiler_; }
   Status synchronize() noexcept override { return {}; }
   std::string_view description() const noexcept override { return description_; }
+  const void* extension(uint32_t id) noexcept override {
+    return id == tg::sdk::kForeignMemoryExtension ? static_cast<const tg::sdk::ForeignMemory*>(&foreign_)
+                                                  : nullptr;
+  }
 
   Status load(std::string_view name, std::span<const std::byte> binary,
               tg::sdk::Program** out) noexcept override {
@@ -194,6 +198,7 @@ class ClangDevice final : public tg::sdk::Device {
  private:
   CoreSet cores_;
   HostAllocator allocator_;
+  HostForeignMemory foreign_;
   ClangCompiler compiler_;
   ClangRenderer renderer_;
   std::shared_ptr<ThreadPool> pool_;

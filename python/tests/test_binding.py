@@ -5,6 +5,7 @@ import torch
 from tinygrad_cpp import Tensor, dtypes, Device, TinyJit, Context, Variable, nn
 
 rng = np.random.default_rng(0)
+HOST_IN_PLACE = ("CLANG", "INTERP")  # devices that use host memory in place: arrays and numpy() share it
 
 
 def randn(*shape): return rng.standard_normal(shape).astype(np.float32)
@@ -35,12 +36,86 @@ class TestCreation(unittest.TestCase):
     self.assertTrue(((r >= 0) & (r < 1)).all() and 0.4 < r.mean() < 0.6)
     self.assertEqual(Device.DEFAULT, Tensor([1]).device)
 
-  def test_large_round_trip(self):
+  def test_large_round_trip_makes_no_copy(self):
     a = rng.random(25_000_000, dtype=np.float32)  # 100 MB
     t0 = time.perf_counter()
     b = Tensor(a).numpy()
+    round_trip = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    c = a.copy()
+    one_copy = time.perf_counter() - t0
     np.testing.assert_array_equal(a, b)
-    print(f"\n100 MB numpy -> Tensor -> numpy: {time.perf_counter() - t0:.3f} s")
+    np.testing.assert_array_equal(c, b)
+    print(f"\n100 MB numpy -> Tensor -> numpy: {round_trip * 1e3:.3f} ms; one numpy copy of it: "
+          f"{one_copy * 1e3:.3f} ms ({Device.DEFAULT})")
+    if Device.DEFAULT in HOST_IN_PLACE:  # the array's own memory, both ways
+      self.assertEqual(b.__array_interface__["data"][0], a.__array_interface__["data"][0])
+      self.assertEqual(b.ctypes.data, a.ctypes.data)
+      self.assertFalse(b.flags.writeable)
+
+  def test_array_in_place(self):
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = Tensor(a)
+    del a  # the tensor keeps the array alive
+    np.testing.assert_array_equal((t * 2).numpy(), np.arange(6).reshape(2, 3) * 2)
+    if Device.DEFAULT in HOST_IN_PLACE:
+      a = np.arange(4, dtype=np.int32)
+      t = Tensor(a)
+      a[0] = 10  # kernels read the array itself
+      self.assertEqual((t * 2).tolist(), [20, 2, 4, 6])
+    # the tensor never writes the array: an assign moves it to its own memory first
+    a = np.arange(4, dtype=np.int32)
+    t = Tensor(a)
+    t.assign(t * 3).realize()
+    self.assertEqual(t.tolist(), [0, 3, 6, 9])
+    self.assertEqual(a.tolist(), [0, 1, 2, 3])
+    # non-contiguous, misaligned and byte-swapped arrays are copied once
+    w = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+    for x in (w[:, ::2], w.T, np.asfortranarray(w)):
+      got = Tensor(x).numpy()
+      np.testing.assert_array_equal(got, x)
+      self.assertNotEqual(got.ctypes.data, x.ctypes.data)
+    odd = np.frombuffer(np.arange(5, dtype=np.int32).tobytes()[:-1], dtype=np.uint8)[1:].view(np.int16)
+    np.testing.assert_array_equal(Tensor(odd).numpy(), odd)
+    big = np.arange(5, dtype=">i4")
+    np.testing.assert_array_equal(Tensor(big).numpy(), [0, 1, 2, 3, 4])
+    ro = np.arange(3, dtype=np.float32)
+    ro.flags.writeable = False
+    np.testing.assert_array_equal((Tensor(ro) + 1).numpy(), [1, 2, 3])
+
+  def test_numpy_view_keeps_its_values(self):
+    x = Tensor([1.0, 2.0, 3.0]).contiguous().realize()
+    v = x.numpy()
+    with self.assertRaises(ValueError):
+      v[0] = 5  # a view of the tensor's buffer is read-only
+    x.assign(x * 2).realize()  # moves x to new memory: v keeps the values it showed
+    self.assertEqual(v.tolist(), [1, 2, 3])
+    self.assertEqual(x.numpy().tolist(), [2, 4, 6])
+    y = (Tensor([4.0]) + 1).numpy()  # the view holds the buffer after its tensor is gone
+    self.assertEqual(y.tolist(), [5])
+    w = np.array(Tensor([1, 2]))  # np.array copies: writable
+    w[0] = 7
+    self.assertEqual(w.tolist(), [7, 2])
+
+  def test_replace(self):
+    a = Tensor([1, 2, 3])
+    b = a
+    self.assertIs(type(a.replace(Tensor([4, 5, 6]) * 2)), Tensor)
+    self.assertEqual(b.tolist(), [8, 10, 12])
+    with self.assertRaisesRegex(ValueError, r"\[replace\] the new value has shape \(2,\)"):
+      a.replace(Tensor([1, 2]))
+    with self.assertRaisesRegex(TypeError, r"\[replace\] the new value is float but the tensor is int"):
+      a.replace(Tensor([1.0, 2.0, 3.0]))
+    # as tinygrad's test_mnist: every state tensor replaced by an equal lazy graph gets a buffer of its own,
+    # so BatchNorm's running statistics (assigned in training) do not collide
+    bn = nn.BatchNorm(4)
+    Tensor.realize(*[p.replace(Tensor.ones_like(p).contiguous()) for p in nn.state.get_parameters(bn)])
+    x = np.random.default_rng(1).random((2, 4, 3, 3)).astype(np.float32)  # the shared rng feeds later tests
+    bn(Tensor(x)).realize()
+    want_mean = 0.9 + 0.1 * x.mean((0, 2, 3))
+    want_var = 0.9 + 0.1 * x.var((0, 2, 3), ddof=1)
+    np.testing.assert_allclose(bn.running_mean.numpy(), want_mean, rtol=1e-5)
+    np.testing.assert_allclose(bn.running_var.numpy(), want_var, rtol=1e-5)
 
 
 class TestOps(unittest.TestCase):
@@ -259,6 +334,13 @@ class TestRuntime(unittest.TestCase):
       x, y = randn(8), randn(8)
       np.testing.assert_allclose(f(Tensor(x), Tensor(y)).numpy(), x * y + 1, rtol=1e-6)
     self.assertEqual(calls, 2)
+
+  def test_jit_outputs_read_as_numpy_keep_their_values(self):
+    @TinyJit
+    def f(a): return (a * 2).realize()
+
+    outs = [f(Tensor(np.full(3, i, np.float32))).numpy() for i in range(5)]
+    self.assertEqual([o[0] for o in outs], [0, 2, 4, 6, 8])
 
   def test_schedule_and_uop(self):
     t = Tensor([1.0, 2.0]) * 3 + 1

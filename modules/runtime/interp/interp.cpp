@@ -12,6 +12,7 @@
 #include "base/log.hpp"
 #include "runtime/builtins.hpp"
 #include "runtime/interp/program.hpp"
+#include "tg/sdk/foreign_memory.hpp"
 #include "tg/sdk/graph.hpp"
 
 namespace tg::interp {
@@ -67,6 +68,15 @@ class InterpAllocator final : public Allocator {
     return {};
   }
   void* as_host(Handle h) noexcept override { return buf(h)->data; }
+};
+
+// The caller's memory used in place, as a buffer that does not own its bytes.
+class InterpForeignMemory final : public sdk::ForeignMemory {
+ public:
+  Status wrap(void* ptr, size_t nbytes, Handle* out) noexcept override {
+    return guard([&] { *out = new HostBuffer{static_cast<std::byte*>(ptr), nbytes, false}; });
+  }
+  void release(Handle h) noexcept override { delete buf(h); }
 };
 
 class InterpRenderer final : public Renderer {
@@ -198,11 +208,13 @@ class InterpDevice final : public Device {
     return "reference interpreter of linear UOps on the host (slow, exact semantics)";
   }
   const void* extension(uint32_t id) noexcept override {
+    if (id == sdk::kForeignMemoryExtension) return static_cast<const sdk::ForeignMemory*>(&foreign_);
     return id == sdk::kLaunchGraphExtension ? static_cast<const sdk::LaunchGraphs*>(&graphs_) : nullptr;
   }
 
  private:
   InterpAllocator allocator_;
+  InterpForeignMemory foreign_;
   InterpRenderer renderer_;
   InterpCompiler compiler_;
   InterpGraphs graphs_;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -202,6 +203,52 @@ BOOST_AUTO_TEST_CASE(lr_tensor_stays_bound) {
     std::vector<Tensor> out = step({Tensor(g)});
     check_close(p.to_vector<float>(), {want.begin(), want.end()}, 1e-5);
     check_close(out[0].to_vector<float>(), {want.begin(), want.end()}, 1e-5);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(host_views_keep_their_values_over_replays) {
+  // a replay writes the output and the parameter in place: memory a host view shows moves away first
+  Tensor p = Tensor(std::vector<float>{0, 0}).contiguous().realize();
+  Jit step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    p.assign(p + in[0]).realize();
+    return {(p * 10).contiguous()};
+  });
+  std::vector<HostView> outs, params;
+  for (int s = 1; s <= 5; s++) {
+    std::vector<Tensor> out = step({Tensor(std::vector<float>{1, 2})});
+    outs.push_back(out[0].host_view()), params.push_back(p.host_view());
+    check_close(p.to_vector<float>(), {1.0 * s, 2.0 * s}, 0);
+  }
+  if (outs[0].bytes.data() == nullptr) return;  // this device does not map its buffers to host memory
+  auto first = [](const HostView& v) {
+    float f;
+    std::memcpy(&f, v.bytes.data(), sizeof f);
+    return f;
+  };
+  for (int s = 1; s <= 5; s++) {
+    BOOST_TEST(first(outs[static_cast<size_t>(s - 1)]) == 10.0f * static_cast<float>(s));
+    BOOST_TEST(first(params[static_cast<size_t>(s - 1)]) == static_cast<float>(s));
+  }
+  // with the views gone, replays go on in the memory they moved to
+  outs.clear(), params.clear();
+  step({Tensor(std::vector<float>{1, 2})});
+  check_close(p.to_vector<float>(), {6, 12}, 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_input_written_in_place_leaves_read_only_memory_alone) {
+  Jit inc = jit([](std::span<const Tensor> in) -> std::vector<Tensor> {
+    Tensor x = in[0];
+    x.assign(x + 1).realize();
+    return {(x * 2).contiguous()};
+  });
+  for (int s = 0; s < 5; s++) {
+    alignas(64) float mem[2] = {static_cast<float>(s), 10};
+    Tensor x = Tensor::from_blob(mem, {2}, dtypes::float32, {.read_only = true});
+    std::vector<Tensor> out = inc({x});
+    check_close(x.to_vector<float>(), {s + 1.0, 11}, 0);
+    check_close(out[0].to_vector<float>(), {2 * (s + 1.0), 22}, 0);
+    BOOST_TEST(mem[0] == static_cast<float>(s));
+    BOOST_TEST(mem[1] == 10.0f);
   }
 }
 
