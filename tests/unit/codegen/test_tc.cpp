@@ -51,25 +51,35 @@ UOpRef bmm_ast(int64_t rows, int64_t cols, int64_t depth, DType in = dtypes::flo
            {b, i, j})});
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(tc_matmul_matches_the_sums) {
-  const int64_t rows = 32, cols = 16, depth = 32;
+// bmm_ast's inputs (small integers, exact in half) and its exact outputs.
+struct BmmData {
+  std::vector<uint16_t> xh, wh;
+  std::vector<float> want;
+};
+BmmData bmm_data(int64_t rows, int64_t cols, int64_t depth) {
   std::vector<int> xi(2 * rows * depth), wi(2 * depth * cols);
   for (size_t n = 0; n < xi.size(); n++) xi[n] = static_cast<int>((n * 7) % 11);
   for (size_t n = 0; n < wi.size(); n++) wi[n] = static_cast<int>((n * 5) % 13);
-  std::vector<uint16_t> xh, wh;
-  for (int v : xi) xh.push_back(half_of(v));
-  for (int v : wi) wh.push_back(half_of(v));
-  std::vector<float> want(2 * rows * cols);
+  BmmData d;
+  for (int v : xi) d.xh.push_back(half_of(v));
+  for (int v : wi) d.wh.push_back(half_of(v));
+  d.want.resize(2 * rows * cols);
   for (int64_t b = 0; b < 2; b++)
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < cols; j++) {
         int64_t s = 0;
         for (int64_t k = 0; k < depth; k++)
           s += xi[b * rows * depth + i * depth + k] * wi[b * depth * cols + k * cols + j];
-        want[b * rows * cols + i * cols + j] = 2.0f * static_cast<float>(s) + 1.0f;
+        d.want[b * rows * cols + i * cols + j] = 2.0f * static_cast<float>(s) + 1.0f;
       }
+  return d;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tc_matmul_matches_the_sums) {
+  const int64_t rows = 32, cols = 16, depth = 32;
+  auto [xh, wh, want] = bmm_data(rows, cols, depth);
   LinearProgram p =
       lower_kernel(bmm_ast(rows, cols, depth), tc_caps(), {.opts = std::vector<Opt>{{OptOps::TC, 0, 0}}});
   BOOST_TEST(
@@ -86,21 +96,7 @@ BOOST_AUTO_TEST_CASE(tc_matmul_matches_the_sums) {
 // um * un WMMAs per step of k and 32 * lm * ln work items per group.
 BOOST_AUTO_TEST_CASE(tc_warp_tiles_and_workgroups_match_the_sums) {
   const int64_t rows = 64, cols = 64, depth = 48;
-  std::vector<int> xi(2 * rows * depth), wi(2 * depth * cols);
-  for (size_t n = 0; n < xi.size(); n++) xi[n] = static_cast<int>((n * 7) % 11);
-  for (size_t n = 0; n < wi.size(); n++) wi[n] = static_cast<int>((n * 5) % 13);
-  std::vector<uint16_t> xh, wh;
-  for (int v : xi) xh.push_back(half_of(v));
-  for (int v : wi) wh.push_back(half_of(v));
-  std::vector<float> want(2 * rows * cols);
-  for (int64_t b = 0; b < 2; b++)
-    for (int64_t i = 0; i < rows; i++)
-      for (int64_t j = 0; j < cols; j++) {
-        int64_t s = 0;
-        for (int64_t k = 0; k < depth; k++)
-          s += xi[b * rows * depth + i * depth + k] * wi[b * depth * cols + k * cols + j];
-        want[b * rows * cols + i * cols + j] = 2.0f * static_cast<float>(s) + 1.0f;
-      }
+  auto [xh, wh, want] = bmm_data(rows, cols, depth);
   struct Case {
     std::vector<Opt> after;
     int wmmas, threads;
