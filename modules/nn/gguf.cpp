@@ -327,10 +327,7 @@ GGUFFile gguf_parse(std::span<const std::byte> data, std::string_view device) {
 }
 
 GGUFFile gguf_load(const std::filesystem::path& path, std::string_view device) {
-  detail::HostFile f(path, "gguf_load");
-  std::vector<std::byte> bytes(f.size());
-  if (f.read_at(0, bytes) != bytes.size()) throw bad("the file shrank while read");
-  return gguf_parse(bytes, device);
+  return gguf_parse(detail::HostFile(path, "gguf_load").read_all(), device);
 }
 
 int fuzz_gguf_load(const uint8_t* data, size_t size) {

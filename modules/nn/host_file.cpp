@@ -44,6 +44,12 @@ size_t HostFile::read_at(uint64_t offset, std::span<std::byte> dst) const {
   return done;
 }
 
+std::vector<std::byte> HostFile::read_all() const {
+  std::vector<std::byte> bytes(size_);
+  if (read_at(0, bytes) != bytes.size()) throw FormatError(op_, "the file shrank while read");
+  return bytes;
+}
+
 int HostFile::release() {
   int fd = fd_;
   fd_ = -1;

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tg::nn::detail {
 
@@ -21,6 +22,8 @@ class HostFile {
   uint64_t size() const { return size_; }
   // Reads dst.size() bytes at offset; returns how many (fewer only at the end of the file).
   size_t read_at(uint64_t offset, std::span<std::byte> dst) const;
+  // The whole file; FormatError "[op] the file shrank while read" when it ends early.
+  std::vector<std::byte> read_all() const;
   // Hands the descriptor over (to zlib's gzdopen, which closes it).
   int release();
 

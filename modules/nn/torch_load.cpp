@@ -547,10 +547,7 @@ StateDict torch_parse(std::span<const std::byte> data, std::string_view device) 
 }
 
 StateDict torch_load(const std::filesystem::path& path, std::string_view device) {
-  detail::HostFile f(path, "torch_load");
-  std::vector<std::byte> bytes(f.size());
-  if (f.read_at(0, bytes) != bytes.size()) throw bad("the file shrank while read");
-  return torch_parse(bytes, device);
+  return torch_parse(detail::HostFile(path, "torch_load").read_all(), device);
 }
 
 int fuzz_torch_load(const uint8_t* data, size_t size) {
