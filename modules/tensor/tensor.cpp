@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -224,7 +225,55 @@ Tensor& Tensor::realize() {
 
 namespace {
 thread_local std::vector<Tensor> g_later;  // Tensor::realize_later's, until the next realize_all
+
+// An ASSIGN writes its target once. A realize runs every ASSIGN its graphs reach, including ones that other
+// tensors still hold (`w.assign(w + 1); (w * 2).realize();` leaves `w` and everything built from it on the
+// ASSIGN). Those nodes are recorded here once they ran, and later graphs read the target's buffer instead,
+// so no write happens twice. An entry goes when nothing but this table refers to its node.
+class RanAssigns {
+ public:
+  // Equal assigns are one interned node (an optimizer's `t.assign(t + 1)` every step): a new one is pending
+  // again, to run once more.
+  void created(const UOpRef& assign) {
+    std::lock_guard lock(mu_);
+    ran_.erase(assign.get());
+    pending_.push_back(assign);
+  }
+  // After a realize of roots: the pending ASSIGNs they reached have run.
+  void realized(std::span<const UOpRef> roots) {
+    std::lock_guard lock(mu_);
+    std::erase_if(pending_, [](const UOpRef& a) { return a->use_count() == 1; });
+    if (pending_.empty() || roots.empty()) return;
+    std::unordered_set<const UOp*> reached;
+    for (const UOp* u : UOp::sink(std::vector<UOpRef>(roots.begin(), roots.end()))->toposort())
+      if (u->op() == Ops::ASSIGN) reached.insert(u);
+    std::erase_if(pending_, [&](const UOpRef& a) {
+      if (!reached.count(a.get())) return false;
+      ran_.emplace(a.get(), a);
+      return true;
+    });
+  }
+  // root with every ASSIGN that already ran replaced by its target.
+  UOpRef resolve(const UOpRef& root) {
+    std::lock_guard lock(mu_);
+    std::erase_if(ran_, [](const auto& e) { return e.second->use_count() == 1; });
+    if (ran_.empty()) return root;
+    std::unordered_map<const UOp*, UOpRef> targets;
+    for (const auto& [node, ref] : ran_) targets.emplace(node, ref->src(0));
+    return root->substitute(targets);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<UOpRef> pending_;
+  std::unordered_map<const UOp*, UOpRef> ran_;  // the node itself keeps the key valid
+};
+
+RanAssigns& ran_assigns() {
+  static RanAssigns* r = new RanAssigns();  // never destroyed: tensors may outlive static destruction
+  return *r;
 }
+}  // namespace
 
 void Tensor::realize_later(std::vector<Tensor> tensors) {
   g_later.insert(g_later.end(), std::make_move_iterator(tensors.begin()),
@@ -239,10 +288,11 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
   auto has_elements = [](const Tensor& t) { return t.numel().max() > 0; };
   std::vector<UOpRef> roots;
   for (const Tensor& t : tensors)
-    if (has_elements(t)) roots.push_back(t.uop());
+    if (has_elements(t)) roots.push_back(ran_assigns().resolve(t.uop()));
   std::vector<RealizedBuffer> bufs;
   try {
     bufs = realize_uops(roots);
+    ran_assigns().realized(roots);
   } catch (...) {
     // the side effects wait for the next realize, as if this one had not been asked for
     g_later.insert(g_later.begin(), later.begin(), later.end());
@@ -316,7 +366,7 @@ TG_INSTANTIATE(double)
 #undef TG_INSTANTIATE
 
 std::vector<ScheduleItemView> Tensor::schedule() const {
-  UOpRef root = uop();
+  UOpRef root = ran_assigns().resolve(uop());
   return schedule_uops(std::span<const UOpRef>(&root, 1));
 }
 
@@ -389,6 +439,7 @@ Tensor& Tensor::assign(const Operand& x) {
   for (const BufferHold& h : v.holds())
     if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
   impl().replace_uop(UOp::make(Ops::ASSIGN, dtype(), {uop(), v.uop()}), std::move(holds));
+  ran_assigns().created(uop());
   return *this;
 }
 

@@ -318,6 +318,24 @@ BOOST_AUTO_TEST_CASE(assign_after_a_pending_assign) {
   expect_exact<int32_t>(m, {22, 43, 34, 55});
 }
 
+// An assign that ran as part of another tensor's graph runs once (PyTorch: w += 1 is eager). Reading w,
+// or a graph built from w before or after, reads the written buffer: before, each realize ran the ASSIGN
+// again and w read [3, 4].
+BOOST_AUTO_TEST_CASE(an_assign_reached_by_another_realize_runs_once) {
+  Tensor w = Tensor({1, 2}).contiguous().realize();
+  w.assign(w + 1);
+  Tensor before = w + 10;  // built on the pending assign
+  Tensor s = w * 2;
+  expect_exact<int32_t>(s, {4, 6});
+  expect_exact<int32_t>(w, {2, 3});
+  expect_exact<int32_t>(before, {12, 13});
+  expect_exact<int32_t>(w * 3, {6, 9});
+  BOOST_TEST(w.schedule().empty());  // nothing left to run
+  w.assign(w * 5);
+  expect_exact<int32_t>(before + w, {22, 28});  // the second assign runs in this realize, once
+  expect_exact<int32_t>(w, {10, 15});
+}
+
 BOOST_AUTO_TEST_CASE(casts) {
   Tensor x = Tensor({1.0f, 0.1f, 65504.0f, 70000.0f});
   // nearest half values: 0.1 -> 0x2E66 = 0.0999755859375; 70000 overflows to inf
