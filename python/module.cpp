@@ -51,9 +51,24 @@ tg::Number to_number(py::handle h) {
   throw py::type_error("expected a number, got " + std::string(py::str(py::type::of(h))));
 }
 
+// pybind11 before 2.12 reads a dtype's item size from numpy 1's struct layout, which numpy 2 changed: sizes,
+// byte counts and default strides are taken from Python's attributes and our own dtypes instead.
+size_t numpy_itemsize(const py::dtype& d) { return d.attr("itemsize").cast<size_t>(); }
+
+// Row-major strides in bytes of shape, for elements of itemsize bytes.
+std::vector<py::ssize_t> c_strides(const std::vector<py::ssize_t>& shape, size_t itemsize) {
+  std::vector<py::ssize_t> strides(shape.size());
+  auto stride = static_cast<py::ssize_t>(itemsize);
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
 DType from_numpy(const py::dtype& d) {
   char k = d.kind();
-  size_t n = d.itemsize();
+  size_t n = numpy_itemsize(d);
   if (k == 'b') return dtypes::bool_;
   if (k == 'f') return n == 2 ? dtypes::float16 : n == 4 ? dtypes::float32 : dtypes::float64;
   if (k == 'i') return n == 1 ? dtypes::int8 : n == 2 ? dtypes::int16 : n == 4 ? dtypes::int32 : dtypes::int64;
@@ -124,7 +139,7 @@ Tensor from_array(py::array a, const OptDType& dtype, const OptDev& device) {
   } else {
     py::array c = py::array::ensure(a, py::array::c_style);
     tg::RealizedBuffer b = tg::buffer_from_host(
-        d, src, std::span(static_cast<const std::byte*>(c.data()), static_cast<size_t>(c.nbytes())));
+        d, src, std::span(static_cast<const std::byte*>(c.data()), static_cast<size_t>(c.size()) * src.itemsize()));
     t = Tensor(tg::realized_view(b.buffer, shape), d, {b.hold});
   }
   return dtype && *dtype != src ? t.cast(*dtype) : t;
@@ -221,12 +236,13 @@ py::array to_numpy_array(const Tensor& t) {
   if (v.bytes.data() != nullptr) {
     auto* hold = new std::shared_ptr<const void>(std::move(v.hold));
     py::capsule base(hold, [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); });
-    py::array out(to_numpy(r.dtype()), shape, {}, v.bytes.data(), base);
+    py::array out(to_numpy(r.dtype()), shape, c_strides(shape, r.dtype().itemsize()), v.bytes.data(), base);
     py::detail::array_proxy(out.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
     return out;
   }
-  py::array out(to_numpy(r.dtype()), shape);
-  auto dst = std::span(static_cast<std::byte*>(out.mutable_data()), static_cast<size_t>(out.nbytes()));
+  py::array out(to_numpy(r.dtype()), shape, c_strides(shape, r.dtype().itemsize()));
+  size_t nbytes = static_cast<size_t>(out.size()) * r.dtype().itemsize();
+  auto dst = std::span(static_cast<std::byte*>(out.mutable_data()), nbytes);
   py::gil_scoped_release g;
   if (tg::UOpRef b = tg::realized_buffer(r.uop()); b && !tg::is_symbolic(r.shape())) {
     tg::copy_to_host(b, dst);
