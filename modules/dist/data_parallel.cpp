@@ -36,6 +36,19 @@ void check_signature(Communicator& comm, std::string_view op, std::span<const Te
   }
 }
 
+// Appends t's elements as float32: its bytes as they are when it is float32 (no conversion kernel).
+void append_floats(const Tensor& t, std::vector<float>& out) {
+  if (t.dtype() != dtypes::float32) {
+    std::vector<float> v = t.to_vector<float>();
+    out.insert(out.end(), v.begin(), v.end());
+    return;
+  }
+  std::vector<std::byte> b = t.to_bytes();
+  size_t at = out.size();
+  out.resize(at + b.size() / sizeof(float));
+  std::memcpy(out.data() + at, b.data(), b.size());
+}
+
 }  // namespace
 
 void check_same(Communicator& comm, uint64_t value, std::string_view what) {
@@ -72,8 +85,7 @@ std::vector<Tensor> all_reduce_mean(Communicator& comm, std::span<const Tensor> 
     size_t n = static_cast<size_t>(tensors[i].numel());
     if (buckets.empty() || buckets.back().data.size() + n > per_bucket) buckets.push_back({i, i, {}, 0});
     Bucket& b = buckets.back();
-    std::vector<float> v = tensors[i].to_vector<float>();
-    b.data.insert(b.data.end(), v.begin(), v.end());
+    append_floats(tensors[i], b.data);
     b.last = i + 1;
     if (i + 1 == tensors.size() || b.data.size() + static_cast<size_t>(tensors[i + 1].numel()) > per_bucket)
       b.request = comm.start_all_reduce(b.data.data(), b.data.size(), Elem::FLOAT32, ReduceOp::SUM);
@@ -82,19 +94,19 @@ std::vector<Tensor> all_reduce_mean(Communicator& comm, std::span<const Tensor> 
   float scale = 1.0f / static_cast<float>(comm.size());
   for (Bucket& b : buckets) {
     comm.wait(b.request);
+    for (float& x : b.data) x *= scale;
+    // the results are views of the bucket, which they keep alive (copied at their first realize on a
+    // device that does not read host memory in place)
+    auto data = std::make_shared<std::vector<float>>(std::move(b.data));
     size_t at = 0;
     for (size_t i = b.first; i < b.last; i++) {
       const Tensor& t = tensors[i];
-      size_t n = static_cast<size_t>(t.numel());
-      std::vector<float> v(b.data.begin() + static_cast<std::ptrdiff_t>(at),
-                           b.data.begin() + static_cast<std::ptrdiff_t>(at + n));
-      for (float& x : v) x *= scale;
-      at += n;
-      Tensor r = Tensor(std::move(v), {t.numel()}, dtypes::float32, t.device()).reshape(t.shape());
+      Tensor r = Tensor::from_blob(data->data() + at, t.shape(), dtypes::float32,
+                                   {.device = t.device(), .owner = data, .read_only = true});
+      at += static_cast<size_t>(t.numel());
       out.push_back(t.dtype() == dtypes::float32 ? r : r.cast(t.dtype()));
     }
   }
-  Tensor::realize_all(out);
   return out;
 }
 

@@ -19,7 +19,7 @@ namespace tg::dist {
 
 constexpr size_t kDefaultBucketBytes = size_t{1} << 20;
 
-// The mean over the ranks of each tensor, as new realized tensors (same shape, dtype and device). Values
+// The mean over the ranks of each tensor, as new tensors (same shape, dtype and device). Values
 // travel as float32 in buckets of about bucket_bytes: one bucket is reduced while the next is packed. The
 // first message is a signature of the count, shapes and dtypes, so ranks that disagree (another model,
 // another shape) fail here with a DistError naming this rank's tensors instead of mixing unrelated data.

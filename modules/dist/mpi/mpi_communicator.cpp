@@ -128,7 +128,7 @@ class MpiCommunicator final : public Communicator {
     throw DistError(op, fmt::format("rank {} of {}: {}", rank_, size_, mpi_error(code)));
   }
 
-  // MPI_Test until done (it also drives MPI's progress); spins briefly, then sleeps between tests.
+  // MPI_Test until done or past the deadline.
   void poll(Pending p) {
     auto deadline = p.started + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_));
     for (int tries = 0;; tries++) {
@@ -141,7 +141,12 @@ class MpiCommunicator final : public Communicator {
                                           "(TG_DIST_TIMEOUT): a rank died or hangs; aborting the job",
                                           rank_, size_, timeout_));
       }
-      if (tries > 1000) std::this_thread::sleep_for(std::chrono::microseconds(tries > 100000 ? 1000 : 20));
+      // MPI moves data only inside its calls: keep testing, and only after a while (a peer still
+      // computing) sleep between tests so that a waiting rank leaves the cores to the others
+      if (clock::now() - p.started > std::chrono::milliseconds(200))
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      else if (tries % 64 == 63)
+        std::this_thread::yield();
     }
   }
 
