@@ -72,7 +72,6 @@ uint64_t hash_values(std::span<const Tensor> tensors) {
 
 std::vector<Tensor> all_reduce_mean(Communicator& comm, std::span<const Tensor> tensors, size_t bucket_bytes) {
   check_signature(comm, "all_reduce_mean", tensors);
-  if (comm.size() == 1) return {tensors.begin(), tensors.end()};
   size_t per_bucket = std::max<size_t>(1, bucket_bytes / sizeof(float));
   // Buckets hold whole tensors (one larger than a bucket gets its own), so a tensor is copied out once.
   struct Bucket {

@@ -2,7 +2,8 @@
 //   fault_rank hang  : the last rank sleeps (as a hung process would)
 //   fault_rank die   : the last rank is killed (SIGKILL)
 //   fault_rank shape : the last rank reduces a tensor of another shape
-// Every rank prints "rank R: <error>" to stderr and exits 1 when its collective fails.
+// Every rank prints "rank R: <error>" to stderr and exits 1 when its collective fails. Collectives after
+// the first barrier wait 3 s.
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
   std::shared_ptr<dist::Communicator> comm = dist::init("mpi");
   bool odd_one = comm->rank() == comm->size() - 1;
   try {
-    comm->barrier();  // everyone is up
+    comm->barrier();  // everyone is up (within TG_DIST_TIMEOUT: a loaded machine starts ranks slowly)
+    comm->set_timeout(3);
     if (odd_one && mode == "hang") sleep(600);
     if (odd_one && mode == "die") raise(SIGKILL);
     Tensor t = odd_one && mode == "shape" ? Tensor::ones({5}) : Tensor::ones({4});

@@ -24,6 +24,11 @@ int R() { return comm().rank(); }
 int N() { return comm().size(); }
 }  // namespace
 
+BOOST_AUTO_TEST_CASE(timeout_comes_from_the_environment) {
+  BOOST_TEST(comm().timeout() == 120.0);  // TG_DIST_TIMEOUT=120 (meson.build)
+  BOOST_CHECK_THROW(comm().set_timeout(0), ValueError);
+}
+
 BOOST_AUTO_TEST_CASE(all_reduce_sum_max_min) {
   std::vector<float> f{1.0f * R(), 2.0f};
   comm().all_reduce(std::span(f));

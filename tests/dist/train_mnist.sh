@@ -51,4 +51,11 @@ if LD_LIBRARY_PATH="$dir/bare" "$dir/bare/tg" train-mnist --dist mpi 2> "$dir/er
 fi
 grep -q "^tg train-mnist: \[dist\] this build has no MPI support (libtg-mpi.so was not built: install libopenmpi-dev and reconfigure with -Dmpi=enabled)$" "$dir/err" ||
   { cat "$dir/err"; exit 1; }
+# a backend that cannot be loaded (here: not a library at all) is reported with the loader's reason
+mkdir "$dir/bare/tinygrad-cpp" && echo "not a library" > "$dir/bare/tinygrad-cpp/libtg-mpi.so"
+if LD_LIBRARY_PATH="$dir/bare" "$dir/bare/tg" train-mnist --dist mpi 2> "$dir/err"; then
+  echo "FAIL: ran with a broken MPI backend"; exit 1
+fi
+grep -q "^tg train-mnist: \[dist\] cannot load the MPI backend $dir/bare/tinygrad-cpp/libtg-mpi.so: .* (is the MPI runtime installed? on Debian: apt-get install openmpi-bin)$" "$dir/err" ||
+  { cat "$dir/err"; exit 1; }
 echo "ok: 2 ranks trained to $dist%, reloaded the same"
