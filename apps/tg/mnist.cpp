@@ -139,22 +139,13 @@ std::optional<std::filesystem::path> data_flag(const Flags& f) {
   return d.empty() ? std::nullopt : std::optional<std::filesystem::path>(d);
 }
 
-int train_mnist_dist(dist::Communicator& comm, const Flags& f);
+int train_mnist_dist(const std::string& backend, const Flags& f);
 
 }  // namespace
 
 int train_mnist(Args args) {
   Flags f = parse("train-mnist", args, {"steps", "batch", "lr", "seed", "out", "data", "eval", "dist"});
-  if (std::string d = f.get("dist", ""); !d.empty()) {
-    if (d != "mpi") throw ValueError("train-mnist", fmt::format("--dist takes 'mpi', got '{}'", d));
-    std::shared_ptr<dist::Communicator> comm = dist::init(d);
-    try {
-      return train_mnist_dist(*comm, f);
-    } catch (...) {
-      comm->mark_failed();  // the other ranks may be waiting for this one: exit aborts the whole job
-      throw;
-    }
-  }
+  if (std::string d = f.get("dist", ""); !d.empty()) return train_mnist_dist(d, f);
   int64_t steps = int_flag("train-mnist", f, "steps", 1000), batch = int_flag("train-mnist", f, "batch", 128);
   int64_t seed = int_flag("train-mnist", f, "seed", 42);
   double lr = float_flag("train-mnist", f, "lr", 3e-3);
@@ -232,7 +223,7 @@ namespace {
 // each rank computes its part's gradients (and BatchNorm statistics), all_reduce_mean averages them, and
 // every rank applies the same optimizer step, so the weights stay identical; a hash of them is compared
 // after every step. Rank 0 alone prints, evaluates and saves.
-int train_mnist_dist(dist::Communicator& comm, const Flags& f) {
+int train_data_parallel(dist::Communicator& comm, const Flags& f) {
   int64_t steps = int_flag("train-mnist", f, "steps", 1000), batch = int_flag("train-mnist", f, "batch", 128);
   int64_t seed = int_flag("train-mnist", f, "seed", 42);
   double lr = float_flag("train-mnist", f, "lr", 3e-3);
@@ -331,6 +322,17 @@ int train_mnist_dist(dist::Communicator& comm, const Flags& f) {
                 {{"model", "fashion-mnist-cnn"}, {"test_accuracy", fmt::format("{:.4f}", acc)}});
   fmt::print("saved: {} (reload with: tg infer --model {})\n", out.string(), out.string());
   return 0;
+}
+
+int train_mnist_dist(const std::string& backend, const Flags& f) {
+  if (backend != "mpi") throw ValueError("train-mnist", fmt::format("--dist takes 'mpi', got '{}'", backend));
+  std::shared_ptr<dist::Communicator> comm = dist::init(backend);
+  try {
+    return train_data_parallel(*comm, f);
+  } catch (...) {
+    comm->mark_failed();  // the other ranks may be waiting for this one: exit aborts the whole job
+    throw;
+  }
 }
 
 }  // namespace
