@@ -16,6 +16,7 @@
 #include "apps/tg/commands.hpp"
 #include "apps/tg/mnist_model.hpp"
 #include "base/error.hpp"
+#include "dist/data_parallel.hpp"
 #include "engine/jit.hpp"
 #include "nn/datasets.hpp"
 #include "nn/losses.hpp"
@@ -138,10 +139,13 @@ std::optional<std::filesystem::path> data_flag(const Flags& f) {
   return d.empty() ? std::nullopt : std::optional<std::filesystem::path>(d);
 }
 
+int train_mnist_dist(const std::string& backend, const Flags& f);
+
 }  // namespace
 
 int train_mnist(Args args) {
-  Flags f = parse("train-mnist", args, {"steps", "batch", "lr", "seed", "out", "data", "eval"});
+  Flags f = parse("train-mnist", args, {"steps", "batch", "lr", "seed", "out", "data", "eval", "dist"});
+  if (std::string d = f.get("dist", ""); !d.empty()) return train_mnist_dist(d, f);
   int64_t steps = int_flag("train-mnist", f, "steps", 1000), batch = int_flag("train-mnist", f, "batch", 128);
   int64_t seed = int_flag("train-mnist", f, "seed", 42);
   double lr = float_flag("train-mnist", f, "lr", 3e-3);
@@ -212,6 +216,126 @@ int train_mnist(Args args) {
   fmt::print("saved: {} (reload with: tg infer --model {})\n", out.string(), out.string());
   return 0;
 }
+
+namespace {
+
+// --dist mpi: every rank runs this with the same flags. The global batch is cut into one part per rank;
+// each rank computes its part's gradients (and BatchNorm statistics), all_reduce_mean averages them, and
+// every rank applies the same optimizer step, so the weights stay identical; a hash of them is compared
+// after every step. Rank 0 alone prints, evaluates and saves.
+int train_data_parallel(dist::Communicator& comm, const Flags& f) {
+  int64_t steps = int_flag("train-mnist", f, "steps", 1000), batch = int_flag("train-mnist", f, "batch", 128);
+  int64_t seed = int_flag("train-mnist", f, "seed", 42);
+  double lr = float_flag("train-mnist", f, "lr", 3e-3);
+  std::filesystem::path out = f.get("out", "fashion_mnist_cnn.safetensors");
+  int64_t ranks = comm.size(), rank = comm.rank(), part = batch / ranks;
+  if (batch % ranks != 0)
+    throw ValueError("train-mnist", fmt::format("--batch {} does not split evenly over {} ranks", batch, ranks));
+  bool lead = rank == 0;
+  if (lead) fmt::print("device: {}\ndist: {} ranks over {}, {} images each per step\n", tg::default_device().str(),
+                       ranks, comm.name(), part);
+  HostData data = load_data(data_flag(f));
+  if (batch > static_cast<int64_t>(data.y_train.size()))
+    throw ValueError("train-mnist", fmt::format("--batch {} is larger than the {} training images", batch,
+                                                data.y_train.size()));
+
+  Tensor::manual_seed(static_cast<uint64_t>(seed));
+  auto model = apps::fashion_mnist_cnn();
+  std::vector<Tensor> params = model->parameters(), state = params;
+  for (auto& [name, b] : model->named_buffers()) state.push_back(b);
+  // Rank 0's initial weights everywhere; a rank with another model fails here, at the first collective.
+  dist::broadcast(comm, state, 0);
+  nn::optim::Adam opt(params, lr);
+  nn::optim::OneCycleLR sched(opt, lr, steps);
+  nn::BatchSampler sampler(static_cast<int64_t>(data.y_train.size()), batch, true, static_cast<uint64_t>(seed),
+                           true);
+  if (lead) fmt::print("training: {} steps of global batch {}, Adam with one-cycle lr (max {})\n", steps, batch, lr);
+  // Two captured halves around the host all-reduce: the gradients of this rank's part (and its BatchNorm
+  // statistics), then the step from the averaged gradients and statistics.
+  Jit grad_step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    Tensor loss = nn::cross_entropy((*model)(in[0]), in[1]);
+    opt.zero_grad();
+    loss.backward();
+    std::vector<Tensor> outs{loss};
+    for (const Tensor& p : params) outs.push_back(p.grad().contiguous());
+    Tensor::realize_all(outs);
+    opt.zero_grad();
+    return outs;
+  });
+  Jit apply_step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+    for (size_t i = 0; i < params.size(); i++) params[i].set_grad(in[i]);
+    std::vector<Tensor> todo = opt.schedule_step();
+    for (size_t i = params.size(); i < state.size(); i++) todo.push_back(state[i].assign(in[i]));
+    Tensor::realize_all(todo);
+    opt.zero_grad();
+    return {};
+  });
+
+  using clock = std::chrono::steady_clock;
+  auto start = clock::now();
+  double comm_s = 0, first_step = 0, loss_avg = 0;
+  int64_t bytes = 0;
+  for (const Tensor& t : state) bytes += t.numel() * 4;
+  for (int64_t step = 1; step <= steps; step++) {
+    int64_t b = (step - 1) % sampler.size();
+    if (b == 0 && step > 1) sampler.set_epoch(sampler.epoch() + 1);
+    std::vector<int64_t> rows = sampler.batch(b);
+    rows = std::vector<int64_t>(rows.begin() + rank * part, rows.begin() + (rank + 1) * part);
+    model->train();
+    std::vector<Tensor> local = grad_step({images(data.x_train, rows), labels(data.y_train, rows)});
+    // averaged together: the gradients, this step's BatchNorm statistics and the loss (for the progress line)
+    std::vector<Tensor> todo(local.begin() + 1, local.end());
+    todo.insert(todo.end(), state.begin() + static_cast<std::ptrdiff_t>(params.size()), state.end());
+    todo.push_back(local[0]);
+    auto c0 = clock::now();
+    std::vector<Tensor> avg = dist::all_reduce_mean(comm, todo);
+    if (step > 1) comm_s += std::chrono::duration<double>(clock::now() - c0).count();
+    apply_step(std::span<const Tensor>(avg.data(), state.size()));
+    sched.step();
+    dist::check_same(comm, dist::hash_values(state), fmt::format("the weights after step {}", step));
+    float l = avg.back().item<float>();
+    if (!std::isfinite(l)) throw ValueError("train-mnist", fmt::format("the loss is {} at step {}", l, step));
+    loss_avg = step == 1 ? l : 0.95 * loss_avg + 0.05 * l;
+    double t = std::chrono::duration<double>(clock::now() - start).count();
+    if (step == 1) first_step = t;
+    if (lead && (step % 50 == 0 || step == steps || step == 1)) {
+      double per_step = step > 1 ? (t - first_step) / static_cast<double>(step - 1) : t;
+      fmt::print("step {:>5}/{} loss {:.3f}  {:.0f} img/s  ETA {}\n", step, steps, loss_avg,
+                 static_cast<double>(batch) / per_step, duration(per_step * static_cast<double>(steps - step)));
+      std::fflush(stdout);
+    }
+  }
+  double train_s = std::chrono::duration<double>(clock::now() - start).count();
+  if (!lead) return 0;
+  double per_step = steps > 1 ? (train_s - first_step) / static_cast<double>(steps - 1) : train_s;
+  fmt::print("trained in {} (first step {:.2f} s)\n", duration(train_s), first_step);
+  fmt::print("weights identical on all {} ranks after each of {} steps\n", ranks, steps);
+  if (steps > 1)
+    fmt::print("all-reduce: {:.3f} ms of {:.2f} ms per step ({:.1f}%), {} KB per step\n",
+               1e3 * comm_s / static_cast<double>(steps - 1), 1e3 * per_step,
+               100 * comm_s / (train_s - first_step), bytes / 1024);
+  int64_t n_eval = eval_count("train-mnist", f, data);
+  std::vector<uint8_t> y_eval(data.y_test.begin(), data.y_test.begin() + n_eval);
+  double acc = accuracy(predict(*model, data.x_test, 0, n_eval), y_eval);
+  fmt::print("test accuracy: {:.2f}% on {} images\n", 100 * acc, n_eval);
+  nn::safe_save(nn::state_dict(*model), out,
+                {{"model", "fashion-mnist-cnn"}, {"test_accuracy", fmt::format("{:.4f}", acc)}});
+  fmt::print("saved: {} (reload with: tg infer --model {})\n", out.string(), out.string());
+  return 0;
+}
+
+int train_mnist_dist(const std::string& backend, const Flags& f) {
+  if (backend != "mpi") throw ValueError("train-mnist", fmt::format("--dist takes 'mpi', got '{}'", backend));
+  std::shared_ptr<dist::Communicator> comm = dist::init(backend);
+  try {
+    return train_data_parallel(*comm, f);
+  } catch (...) {
+    comm->mark_failed();  // the other ranks may be waiting for this one: exit aborts the whole job
+    throw;
+  }
+}
+
+}  // namespace
 
 int infer(Args args) {
   Flags f = parse("infer", args, {"model", "data", "show", "eval"});

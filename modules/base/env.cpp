@@ -50,6 +50,9 @@ constexpr std::array kVars = {
     VarInfo{"VIZ_OUT", "", "with VIZ=1: write the trace to this file at exit instead of serving it (`tg viz FILE`)"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
             "folder with the Fashion-MNIST idx files"},
+    VarInfo{"TG_DIST_TIMEOUT", "300",
+            "seconds a collective of tg::dist waits for the other ranks before it fails and the job is aborted",
+            true},
 };
 
 // What plugins declared, in order (plugins are never unloaded, so the strings stay valid).
