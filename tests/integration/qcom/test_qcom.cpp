@@ -48,7 +48,7 @@ std::vector<std::string> sources(const tg::Tensor& t) {
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// 3 x n values i * 0.5 - 7 and i % 7 - 3 (exact in float, as are 2a + b).
+// n values i * 0.5 - 7 and i % 7 - 3 (exact in float, as are 2a + b).
 std::vector<double> ramp(int64_t n) {
   std::vector<double> v;
   for (int64_t i = 0; i < n; i++) v.push_back(static_cast<double>(i) * 0.5 - 7);
@@ -159,6 +159,24 @@ BOOST_AUTO_TEST_CASE(partial_texel_stores_keep_a_buffer) {
   BOOST_TEST(has(text, "vstore4("), text);
   BOOST_TEST(!has(text, "write_only"), text);
   BOOST_TEST(has(text, "tg_read4f(data1"), text);  // the input: one texel per float4
+}
+
+// Past one row (16384 texels) an image has rows of whole 1024-texel quanta: 65540 values are 16385 texels,
+// padded to 17 rows of 1024; the allocator padded both buffers to that, and the result is still exact.
+BOOST_AUTO_TEST_CASE(images_past_one_row_are_padded_to_whole_rows) {
+  tg::Tensor a(ramp(65540), {65540}, tg::dtypes::float32, "QCOM");
+  tg::Tensor y = a * 2.0;
+  std::vector<std::string> src = sources(y);
+  BOOST_TEST_REQUIRE(src.size() == 1u);
+  BOOST_TEST(
+      has(src[0], "// tg-qcom image arg=0 format=float elements=65540 width=1024 height=17 access=write"),
+      src[0]);
+  BOOST_TEST(has(src[0], "// tg-qcom image arg=1 format=float elements=65540 width=1024 height=17"), src[0]);
+  std::vector<double> got = y.to_vector<double>(), x = ramp(65540);
+  BOOST_REQUIRE_EQUAL(got.size(), 65540u);
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); i++) bad += got[i] != 2 * x[i];
+  BOOST_TEST(bad == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_small_cnn_reads_its_weights_from_images_and_matches_torch) {
