@@ -138,9 +138,10 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
   using namespace codegen::heuristic;
   if (auto tc = tensor_core(ast, caps)) return *tc;
   Kernel k(ast, caps);
-  if (k.work() < kMinWork) return {};
-  if (auto g = group_top(k)) return *g;
   Plan p(k);
+  vector_stores(k, p);
+  if (k.work() < kMinWork) return p.opts;
+  if (auto g = group_top(k)) return *g;
   register_tile(k, p);
   row_lanes(k, p);
   unroll_reduce(k, p);

@@ -1,8 +1,10 @@
 #pragma once
 // The hand-coded optimization choice (hand_coded_optimizations in opts.hpp) as named steps, each reading the
-// kernel and adding opts to a plan. Their order is the heuristic: a tensor core, else grouping, else a
-// register tile, row lanes and the reduce's unroll (reduce kernels) or a transpose tile (elementwise ones on
-// a CPU), then locals, threads and the loop swap. The measurements behind each rule are in bench/notes.
+// kernel and adding opts to a plan. Their order is the heuristic: a tensor core, else float4 stores
+// (elementwise kernels of any size on a GPU with vector memory access), then, from kMinWork loop trips,
+// grouping, else a register tile, row lanes and the reduce's unroll (reduce kernels) or a transpose tile
+// (elementwise ones on a CPU), then locals, threads and the loop swap. The measurements behind each rule
+// are in bench/notes.
 #include <optional>
 #include <vector>
 
@@ -79,6 +81,7 @@ struct Plan {
 // The steps, in the order hand_coded_optimizations runs them.
 std::optional<std::vector<Opt>> tensor_core(const UOpRef& ast, const sdk::RendererCaps& caps);
 std::optional<std::vector<Opt>> group_top(const Kernel& k);
+void vector_stores(const Kernel& k, Plan& p);
 void register_tile(const Kernel& k, Plan& p);
 void row_lanes(const Kernel& k, Plan& p);
 void unroll_reduce(const Kernel& k, Plan& p);

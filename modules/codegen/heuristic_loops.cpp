@@ -62,6 +62,18 @@ void transpose_tile(const Kernel& k, Plan& p) {
     if (int64_t n = near4(p.size[i], 1); n > 0) p.add(OptOps::UPCAST, i, n);
 }
 
+// An elementwise kernel on a workgroup device with vector loads and stores (max_vector_width >= 4), however
+// small: its innermost contiguous output axis by 4, so each work item stores one float4 (a whole texel where
+// the renderer writes an image) and loads its contiguous inputs as vectors.
+void vector_stores(const Kernel& k, Plan& p) {
+  if (k.has_reduce() || k.cpu() || k.caps().max_vector_width < 4) return;
+  for (size_t i = k.axes().size(); i-- > 0;)
+    if (k.contiguous(i)) {
+      if (p.size[i] > 0 && p.size[i] % 4 == 0) p.add(OptOps::UPCAST, i, 4);
+      return;
+    }
+}
+
 // Workgroups of reduce kernels (work items share the inputs they reuse): up to three output axes become
 // local, those some buffer is reused along first, then the inner ones, 2 to 32 work items each and at most
 // kMaxLocal in all. Elementwise kernels keep the workgroup size the device picks.

@@ -119,7 +119,11 @@ CudaRenderer::CudaRenderer(const RendererCaps& caps) : CStyleRenderer(caps) {
 
 std::string CudaRenderer::type_name(DType d) const {
   if (d.is_ptr()) return CStyleRenderer::type_name(d.base()) + "*";
-  if (d.count() > 1) return fmt::format("tg_{}{}", CStyleRenderer::type_name(d.scalar_type()), d.count());
+  if (d.count() > 1) {  // tg_float4, tg_signed_char4: one identifier even where the scalar's name has spaces
+    std::string s = CStyleRenderer::type_name(d.scalar_type());
+    std::replace(s.begin(), s.end(), ' ', '_');
+    return fmt::format("tg_{}{}", s, d.count());
+  }
   return CStyleRenderer::type_name(d);
 }
 

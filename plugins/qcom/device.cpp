@@ -113,13 +113,14 @@ class Context {
   cl_command_queue queue_ = nullptr;
 };
 
+// Buffers are padded to whole image rows (padded_bytes), so any float or half buffer can be an image.
 class QcomAllocator final : public tg::sdk::Allocator {
  public:
-  explicit QcomAllocator(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
+  QcomAllocator(std::shared_ptr<Context> ctx, QcomArch arch) : ctx_(std::move(ctx)), arch_(arch) {}
   Status alloc(size_t nbytes, const tg::sdk::AllocOptions&, Handle* out) noexcept override {
     cl_int err = CL_SUCCESS;
-    cl_mem m = ctx_->cl().clCreateBuffer(ctx_->context(), CL_MEM_READ_WRITE, std::max<size_t>(nbytes, 16), nullptr,
-                                         &err);
+    cl_mem m = ctx_->cl().clCreateBuffer(ctx_->context(), CL_MEM_READ_WRITE, padded_bytes(nbytes, arch_),
+                                         nullptr, &err);
     if (m == nullptr) {
       Status s = cl_status(err, fmt::format("clCreateBuffer of {} bytes", nbytes));
       // A size over CL_DEVICE_MAX_MEM_ALLOC_SIZE is out of memory too, so the core can flush and retry.
@@ -154,6 +155,7 @@ class QcomAllocator final : public tg::sdk::Allocator {
 
  private:
   std::shared_ptr<Context> ctx_;
+  QcomArch arch_;
 };
 
 // A built program, or the build log as the error.
@@ -224,12 +226,17 @@ class QcomProgram final : public tg::sdk::Program {
           for (cl_mem m : mems) cl.clReleaseMemObject(m);
         }
       } made{cl, {}};
+      // Output images: their buffers and layouts, and the images, in the order they were made.
+      std::vector<std::pair<cl_mem, const ImageLayout*>> outputs;
+      std::vector<cl_mem> written;
       for (size_t i = 0; i < bufs.size(); i++) {
         cl_mem m = static_cast<cl_mem>(bufs[i]);
         if (auto it = images_.find(static_cast<int64_t>(i)); it != images_.end()) {
           cl_mem img = nullptr;
           if (Status s = image_of(m, it->second, &img); !s.ok()) return s;
-          made.mems.push_back(img), m = img;
+          made.mems.push_back(img);
+          if (it->second.write) outputs.push_back({m, &it->second}), written.push_back(img);
+          m = img;
         }
         if (cl_int err = cl.clSetKernelArg(kernel_, static_cast<cl_uint>(i), sizeof m, &m); err != CL_SUCCESS)
           return cl_status(err, fmt::format("{}: argument {}", name_, i));
@@ -253,8 +260,27 @@ class QcomProgram final : public tg::sdk::Program {
         return cl_status(err, fmt::format("[QCOM launch] {} with global ({},{},{}) local ({},{},{})", name_,
                                           dims.global[0], dims.global[1], dims.global[2], dims.local[0],
                                           dims.local[1], dims.local[2]));
+      // Output images back into their buffers, after the kernel on the same in-order queue.
+      cl_event back = nullptr;
+      for (size_t o = 0; o < outputs.size(); o++) {
+        const ImageLayout& l = *outputs[o].second;
+        size_t origin[3] = {0, 0, 0},
+               region[3] = {static_cast<size_t>(l.width), static_cast<size_t>(l.height), 1};
+        bool last = wait && o + 1 == outputs.size();
+        err = cl.clEnqueueCopyImageToBuffer(ctx_->queue(), written[o], outputs[o].first, origin, region, 0, 0,
+                                            nullptr, last ? &back : nullptr);
+        if (err != CL_SUCCESS) {
+          if (ev != nullptr) cl.clReleaseEvent(ev);
+          return cl_status(err,
+                           fmt::format("{}: copying output image {} back into its buffer", name_, l.arg));
+        }
+      }
       if (!wait) return {};
-      err = cl.clWaitForEvents(1, &ev);
+      if (back != nullptr) {
+        err = cl.clWaitForEvents(1, &back);
+        cl.clReleaseEvent(back);
+      }
+      if (err == CL_SUCCESS) err = cl.clWaitForEvents(1, &ev);
       cl_ulong t0 = 0, t1 = 0;
       if (err == CL_SUCCESS && seconds != nullptr) {
         cl.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, nullptr);
@@ -267,8 +293,9 @@ class QcomProgram final : public tg::sdk::Program {
   }
 
  private:
-  // An RGBA image with the buffer's values, copied in on the queue before the kernel. On Adreno the image
-  // could alias the buffer (cl_khr_image2d_from_buffer, rows at the pitch alignment) and skip the copy.
+  // An RGBA image with the buffer's values, copied in on the queue before the kernel (an output image too:
+  // texels the kernel does not write keep the buffer's values when it is copied back). On Adreno the image
+  // could alias the buffer (cl_khr_image2d_from_buffer, rows at the pitch alignment) and skip the copies.
   Status image_of(cl_mem buf, const ImageLayout& l, cl_mem* out) {
     const QcomCl& cl = ctx_->cl();
     cl_image_format format{CL_RGBA, static_cast<cl_channel_type>(l.half ? CL_HALF_FLOAT : CL_FLOAT)};
@@ -276,7 +303,8 @@ class QcomProgram final : public tg::sdk::Program {
     desc.image_type = CL_MEM_OBJECT_IMAGE2D;
     desc.image_width = static_cast<size_t>(l.width), desc.image_height = static_cast<size_t>(l.height);
     cl_int err = CL_SUCCESS;
-    cl_mem img = cl.clCreateImage(ctx_->context(), CL_MEM_READ_ONLY, &format, &desc, nullptr, &err);
+    cl_mem img = cl.clCreateImage(ctx_->context(), l.write ? CL_MEM_WRITE_ONLY : CL_MEM_READ_ONLY, &format,
+                                  &desc, nullptr, &err);
     if (img == nullptr) return cl_status(err, fmt::format("{}: clCreateImage {} x {}", name_, l.width, l.height));
     size_t origin[3] = {0, 0, 0}, region[3] = {desc.image_width, desc.image_height, 1};
     err = cl.clEnqueueCopyBufferToImage(ctx_->queue(), buf, img, 0, origin, region, 0, nullptr, nullptr);
@@ -302,7 +330,7 @@ tg::sdk::RendererCaps qcom_caps(const Context& c) {
   std::string ext = device_string(cl, d, CL_DEVICE_EXTENSIONS);
   l.fp16 = ext.find("cl_khr_fp16") != std::string::npos;
   l.fp64 = false;  // Adreno has no double
-  l.preferred_float_width = 1;
+  l.preferred_float_width = 4;  // float4 loads and stores: one RGBA texel of an image
   l.max_work_group_size = static_cast<uint32_t>(device_value<size_t>(cl, d, CL_DEVICE_MAX_WORK_GROUP_SIZE));
   size_t items[3] = {1, 1, 1};
   cl.clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, nullptr);
@@ -334,7 +362,7 @@ class QcomDevice final : public tg::sdk::Device {
 
   explicit QcomDevice(int32_t index) : ctx_(std::make_shared<Context>()), arch_(arch_of(*ctx_)) {
     if (index != 0) throw std::runtime_error(fmt::format("no QCOM device {}: only QCOM:0", index));
-    allocator_ = std::make_unique<QcomAllocator>(ctx_);
+    allocator_ = std::make_unique<QcomAllocator>(ctx_, arch_);
     compiler_ = std::make_unique<QcomCompiler>(ctx_, arch_);
     renderer_ = std::make_unique<QcomRenderer>(qcom_caps(*ctx_), arch_);
     description_ = fmt::format("{} ({}), Adreno OpenCL C with image2d_t, {}-byte row pitch",
@@ -362,11 +390,16 @@ class QcomDevice final : public tg::sdk::Device {
         ctx_->cl().clReleaseProgram(p);
         return {Code::invalid_argument, fmt::format("[QCOM load] no kernel '{}': {}", kname, cl_error(err))};
       }
-      // DEBUG>=2: which kernels read images, with a running count (how much of a run uses the texture path).
-      loaded_++, with_images_ += images.empty() ? 0 : 1;
+      // DEBUG>=2: which kernels read and write images, with running counts (how much of a run uses textures).
+      int64_t outputs =
+          std::count_if(images.begin(), images.end(), [](const auto& i) { return i.second.write; });
+      int64_t inputs = static_cast<int64_t>(images.size()) - outputs;
+      loaded_++, reading_ += inputs > 0, writing_ += outputs > 0;
       if (std::atoi(env::get("DEBUG").c_str()) >= 2)
-        fmt::print(stderr, "[QCOM images] {}: {} image argument(s); {} of {} kernels loaded so far read images\n", kname,
-                   images.size(), with_images_.load(), loaded_.load());
+        fmt::print(stderr,
+                   "[QCOM images] {}: {} image argument(s), {} read, {} written; of {} kernels loaded so far "
+                   "{} read images, {} write images\n",
+                   kname, images.size(), inputs, outputs, loaded_.load(), reading_.load(), writing_.load());
       *out = new QcomProgram(ctx_, p, k, kname, std::move(images));
       return {};
     });
@@ -379,7 +412,7 @@ class QcomDevice final : public tg::sdk::Device {
   std::unique_ptr<QcomCompiler> compiler_;
   std::unique_ptr<QcomRenderer> renderer_;
   std::string description_;
-  std::atomic<int64_t> loaded_{0}, with_images_{0};
+  std::atomic<int64_t> loaded_{0}, reading_{0}, writing_{0};
 };
 
 }  // namespace

@@ -48,7 +48,7 @@ UOpRef row_sum_ast() {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(elementwise_on_launch_indices) {
-  LinearProgram p = lower_kernel(add3_ast(), interp::interp_caps());
+  LinearProgram p = lower_kernel(add3_ast(), interp::interp_caps(), {.opts = std::vector<Opt>{}});
   BOOST_TEST(p.name == "E_4_4");
   BOOST_TEST(count_op(p, Ops::RANGE) == 0u, p.str());
   BOOST_TEST(count_op(p, Ops::SPECIAL) == 2u, p.str());
@@ -303,7 +303,8 @@ BOOST_AUTO_TEST_CASE(launch_dims_are_grouped_and_split) {
   // one loop of 64 on a device allowing 8: split into 8 x 8
   UOpRef r = range(64, 0);
   UOpRef out64 = glob(0, dtypes::int32, 64);
-  LinearProgram q = lower_kernel(UOp::sink({end(store(out64, r, r->cast(dtypes::int32)), {r})}), caps);
+  LinearProgram q = lower_kernel(UOp::sink({end(store(out64, r, r->cast(dtypes::int32)), {r})}), caps,
+                                 {.opts = std::vector<Opt>{}});
   auto dq = q.launch_dims({});
   BOOST_TEST(dq.global[0] * dq.global[1] * dq.global[2] == 64u, q.str());
   bufs = {bytes(std::vector<int32_t>(64, -1))};

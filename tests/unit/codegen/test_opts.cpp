@@ -577,9 +577,12 @@ BOOST_AUTO_TEST_CASE(heuristic_transposing_copy_gets_a_tile) {
       for (size_t p = 0; p < 36; p++) out2[a * 2304 + p * 64 + b] = yv[a * 2304 + b * 36 + p];
   check_opts(ast2, {bytes(std::vector<float>(out2.size())), bytes(yv)}, bytes(out2), want2);
 
-  // A device with workgroups keeps its own choice.
+  // A device with workgroups keeps its own choice: no tile; with vector memory access only a float4 of the
+  // store's contiguous axis (w, 20 = 5 x 4).
   sdk::RendererCaps gpu = c_caps();
   gpu.has_local = true;
+  BOOST_TEST(opts_str(hand_coded_optimizations(ast, gpu)) == "[UPCAST(axis=3, arg=4)]");
+  gpu.max_vector_width = 1;
   BOOST_TEST(hand_coded_optimizations(ast, gpu).empty());
 }
 

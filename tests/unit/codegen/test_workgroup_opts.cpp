@@ -257,9 +257,16 @@ BOOST_AUTO_TEST_CASE(heuristic_on_workgroup_devices) {
   // Row sums of 16 rows: groups of 16.
   BOOST_TEST(opts_str(hand_coded_optimizations(rows_ast(16, 4096, Ops::ADD), gpu)) ==
              "[GROUPTOP(axis=1, arg=16)]");
-  // Elementwise kernels keep the device's workgroup size. A matmul after its upcasts (64 x 16 loops left):
-  // both axes reuse a buffer; the inner one local first by 16, then the outer one by 8 (<= 128 work items).
-  BOOST_TEST(hand_coded_optimizations(axpy_ast(1 << 16), gpu).empty());
+  // Elementwise kernels keep the device's workgroup size; with vector loads and stores (interp: 16 lanes)
+  // each work item takes a float4 of the contiguous axis, however small the kernel, and without them none.
+  BOOST_TEST(opts_str(hand_coded_optimizations(axpy_ast(1 << 16), gpu)) == "[UPCAST(axis=0, arg=4)]");
+  BOOST_TEST(opts_str(hand_coded_optimizations(axpy_ast(64), gpu)) == "[UPCAST(axis=0, arg=4)]");
+  BOOST_TEST(hand_coded_optimizations(axpy_ast(66), gpu).empty());  // 66 is no multiple of 4
+  sdk::RendererCaps scalar_gpu = gpu;
+  scalar_gpu.max_vector_width = 1;
+  BOOST_TEST(hand_coded_optimizations(axpy_ast(1 << 16), scalar_gpu).empty());
+  // A matmul after its upcasts (64 x 16 loops left): both axes reuse a buffer; the inner one local first by
+  // 16, then the outer one by 8 (<= 128 work items).
   BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(256, 256, 256), gpu)) ==
              "[UPCAST(axis=1, arg=16), UPCAST(axis=0, arg=4), UNROLL(axis=2, arg=4), LOCAL(axis=0, arg=8), "
              "LOCAL(axis=1, arg=16)]");
