@@ -454,6 +454,8 @@ def main():
             (f"< {P['W5.ms']:.0f} (peer)", ours["W5.ms"] < P["W5.ms"]))
         row("W5", "first step, cold cache", "s", L, cold["W5.first_step_s"], P["W5.first_step_s"], None,
             below(cold["W5.first_step_s"], 1))
+        row("W5", "  same, CPU time (all threads)", "s", L, cold.get("W5.first_step_cpu_s"), None, None, ("-", None))
+        row("W5", "  kernels compiled in it", "count", L, cold.get("W5.first_step_compiled"), None, None, ("-", None))
         row("W5", "first step, warm cache", "s", L, warm["W5.first_step_s"], P["W5.first_step_s"], None,
             below(warm["W5.first_step_s"], 0.5))
         rss = peer_rss_mb("W5")
@@ -465,6 +467,7 @@ def main():
         row("W6", f"  kernels in that schedule", "count", L, ours["W6.kernels"], None, None, ("-", None))
         row("W6", "  same, schedule cache off (cold)", "ms", L, ours["W6.build_schedule_cold_ms"], None, None,
             below(ours["W6.build_schedule_cold_ms"], 5))
+        row("W6", "  same, CPU time", "ms", L, ours.get("W6.build_schedule_cold_cpu_ms"), None, None, ("-", None))
         row("W6", "realize per tiny op", "us", L, ours["W6.tiny_us"], P["W6.tiny_us"], None, below(ours["W6.tiny_us"], 20))
 
     if "W7" in only:

@@ -540,11 +540,36 @@ std::string CDialect::render_kernel(const CKernel& k) const {
     out += fmt::format("typedef {} {} __attribute__((aligned({}),ext_vector_type({})));\n", type_name(s), t,
                        s.itemsize(), v.count());
     if (v.scalar() != Scalar::FLOAT32 && v.scalar() != Scalar::FLOAT64) continue;
-    const char* fma = v.scalar() == Scalar::FLOAT32 ? "__builtin_fmaf" : "__builtin_fma";
+    bool f32 = v.scalar() == Scalar::FLOAT32;
     std::vector<std::string> lanes;
-    for (int i = 0; i < v.count(); i++) lanes.push_back(fmt::format("{}(a[{}], b[{}], c[{}])", fma, i, i, i));
-    out += fmt::format("static inline {0} tg_fma_{0}({0} a, {0} b, {0} c) {{ return ({0}){{{1}}}; }}\n", t,
-                       fmt::join(lanes, ", "));
+    for (int i = 0; i < v.count(); i++)
+      lanes.push_back(
+          fmt::format("{}(a[{}], b[{}], c[{}])", f32 ? "__builtin_fmaf" : "__builtin_fma", i, i, i));
+    std::string by_lane =
+        fmt::format("static inline {0} tg_fma_{0}({0} a, {0} b, {0} c) {{ return ({0}){{{1}}}; }}\n", t,
+                    fmt::join(lanes, ", "));
+    // The same fused lanes as one x86 fma builtin where the target has it: clang no longer has to inline
+    // and re-vectorize a scalar fma per lane, which was a large part of compiling a big reduce.
+    size_t bytes = v.count() * s.itemsize();
+    std::string_view guard = bytes == 16   ? "__FMA__"
+                             : bytes == 32 ? "__FMA__) && defined(__AVX__"
+                                           : "__AVX512F__";
+    std::string call = fmt::format("__builtin_ia32_vfmadd{}{}", f32 ? "ps" : "pd",
+                                   bytes == 16   ? ""
+                                   : bytes == 32 ? "256"
+                                                 : "512_mask");
+    std::string tail =
+        bytes == 64 ? fmt::format(", ({})-1, 4", f32 ? "unsigned short" : "unsigned char") : "";
+    if (bytes != 16 && bytes != 32 && bytes != 64) {
+      out += by_lane;
+      continue;
+    }
+    out += fmt::format(
+        "#if defined({1})\n"
+        "typedef {2} tg_x86_{0} __attribute__((vector_size({3})));\n"
+        "static inline {0} tg_fma_{0}({0} a, {0} b, {0} c) {{ return ({0}){4}((tg_x86_{0})a, (tg_x86_{0})b, "
+        "(tg_x86_{0})c{5}); }}\n#else\n{6}#endif\n",
+        t, guard, type_name(s), bytes, call, tail, by_lane);
   }
   // The body takes the buffers as restrict parameters (compilers ignore restrict on locals), so the
   // unrolled copies of a statement can be packed into vectors; the entry point only unpacks bufs.

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -26,6 +28,7 @@
 #include "base/log.hpp"
 #include "codegen/estimate.hpp"
 #include "codegen/lower.hpp"
+#include "engine/eval_host.hpp"
 #include "runtime/beam.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/check.hpp"
@@ -34,7 +37,6 @@
 #include "runtime/registry.hpp"
 #include "runtime/stats.hpp"
 #include "schedule/schedule.hpp"
-#include "engine/eval_host.hpp"
 
 namespace tg {
 
@@ -315,7 +317,7 @@ void lower(Device& dev, const ScheduleItem& si, const VarVals& var_vals, Compile
   const std::vector<const UOp*> view = k.prog->view();
   sdk::Blob source;
   {
-    // Renderers promise nothing about threads; kernels may be lowered on several (precompile).
+    // Renderers promise nothing about threads; kernels may be lowered on several (AheadBuilder).
     static std::mutex render_mu;
     std::lock_guard lock(render_mu);
     check(dev.renderer().render(k.prog->name, view, source), "render", k.prog->name);
@@ -390,55 +392,94 @@ std::shared_ptr<const CompiledKernel> compile_kernel(Device& dev, const Schedule
   return load_kernel(dev, build_kernel(dev, si, var_vals));
 }
 
-// Cold caches: the schedule's new kernels are lowered and compiled on two threads before any runs, then
-// loaded in schedule order. Entries are null for kernels left to run_kernel: those already loaded,
-// repeats of an earlier kernel (run_kernel counts them as memory hits, as without precompiling) and any
-// whose build failed (run_kernel builds it again and reports the error in order). Not under BEAM (its
-// timings need the machine) or DEBUG>=3 (per-kernel output stays in schedule order).
-std::vector<std::shared_ptr<const CompiledKernel>> precompile(std::span<const ScheduleItem> items,
-                                                              const VarVals& var_vals) {
-  std::vector<std::shared_ptr<const CompiledKernel>> out(items.size());
-  if (beam_width() > 0 || env::DEBUG >= 3) return out;
-  std::vector<size_t> todo;
-  std::vector<Device*> devs;  // resolved here: the registry is the realizing thread's
-  {
-    KernelCache& cache = kernel_cache();
-    std::lock_guard lock(cache.mu);
-    std::unordered_map<std::string, bool> seen;
-    for (size_t i = 0; i < items.size(); i++) {
-      if (items[i].is_copy()) continue;
-      Device& dev = tg::device(buffer_device(*items[i].bufs.at(0)));
-      std::string key = memory_key(dev, items[i].ast);
-      if (!cache.kernels.contains(key) && seen.emplace(key, true).second)
-        todo.push_back(i), devs.push_back(&dev);
-    }
-  }
-  if (todo.size() < 2) return out;
-  std::vector<std::optional<BuiltKernel>> built(todo.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t j; (j = next.fetch_add(1)) < todo.size();) {
-      const ScheduleItem& si = items[todo[j]];
-      try {
-        built[j] = build_kernel(*devs[j], si, var_vals);
-      } catch (...) {  // built again by run_kernel, which reports it in schedule order
+// Cold caches: the schedule's new kernels are lowered and compiled on a helper thread and the realizing
+// one, claimed in first-use order, while the kernels already built run: take(i) waits for item i's kernel
+// and builds later ones meanwhile. It gives null for kernels left to run_kernel: those already loaded,
+// repeats of an earlier kernel (run_kernel counts them as memory hits) and any whose build failed
+// (run_kernel builds it again and reports the error in order). Off under BEAM (its timings need the
+// machine) or DEBUG>=3 (per-kernel output stays in schedule order).
+class AheadBuilder {
+ public:
+  AheadBuilder(std::span<const ScheduleItem> items, const VarVals& var_vals)
+      : items_(items), var_vals_(var_vals), slot_(items.size(), -1) {
+    if (beam_width() > 0 || env::DEBUG >= 3) return;
+    {
+      KernelCache& cache = kernel_cache();
+      std::lock_guard lock(cache.mu);
+      std::unordered_map<std::string, bool> seen;
+      for (size_t i = 0; i < items.size(); i++) {
+        if (items[i].is_copy()) continue;
+        Device& dev = tg::device(buffer_device(*items[i].bufs.at(0)));  // the registry is this thread's
+        std::string key = memory_key(dev, items[i].ast);
+        if (!cache.kernels.contains(key) && seen.emplace(key, true).second) {
+          slot_[i] = static_cast<int>(todo_.size());
+          todo_.push_back(i), devs_.push_back(&dev);
+        }
       }
     }
-  };
-  RealizeTimes helper_times;
-  std::thread helper([&] {
-    work();
-    helper_times = realize_times;
-  });
-  work();
-  helper.join();
-  realize_times.lower += helper_times.lower, realize_times.compile += helper_times.compile;
-  for (size_t j = 0; j < todo.size(); j++) {
-    if (!built[j]) continue;
-    out[todo[j]] = load_kernel(*devs[j], std::move(*built[j]));
+    if (todo_.size() < 2) {
+      std::fill(slot_.begin(), slot_.end(), -1);
+      todo_.clear();
+      return;
+    }
+    built_.resize(todo_.size());
+    done_ = std::make_unique<std::atomic<bool>[]>(todo_.size());
+    helper_ = std::thread([this] {
+      while (build_next()) {
+      }
+      helper_times_ = realize_times;
+    });
   }
-  return out;
-}
+  ~AheadBuilder() {
+    if (!helper_.joinable()) return;
+    next_.store(todo_.size());  // nothing more to claim: the helper ends after the build it is in
+    helper_.join();
+    realize_times.lower += helper_times_.lower, realize_times.compile += helper_times_.compile;
+  }
+  AheadBuilder(const AheadBuilder&) = delete;
+  AheadBuilder& operator=(const AheadBuilder&) = delete;
+
+  std::shared_ptr<const CompiledKernel> take(size_t item) {
+    if (slot_[item] < 0) return nullptr;
+    auto j = static_cast<size_t>(slot_[item]);
+    while (!done_[j].load(std::memory_order_acquire)) {
+      if (build_next()) continue;  // claimed one, item's own or a later one
+      std::unique_lock lock(mu_);
+      ready_.wait(lock, [&] { return done_[j].load(std::memory_order_acquire); });
+    }
+    if (!built_[j]) return nullptr;
+    return load_kernel(*devs_[j], std::move(*built_[j]));
+  }
+
+ private:
+  bool build_next() {
+    size_t j = next_.fetch_add(1);
+    if (j >= todo_.size()) return false;
+    try {
+      built_[j] = build_kernel(*devs_[j], items_[todo_[j]], var_vals_);
+    } catch (...) {  // built again by run_kernel, which reports it in schedule order
+    }
+    {
+      std::lock_guard lock(mu_);
+      done_[j].store(true, std::memory_order_release);
+    }
+    ready_.notify_all();
+    return true;
+  }
+
+  std::span<const ScheduleItem> items_;
+  const VarVals& var_vals_;
+  std::vector<int> slot_;  // item -> its index in todo_, -1 when left to run_kernel
+  std::vector<size_t> todo_;
+  std::vector<Device*> devs_;
+  std::vector<std::optional<BuiltKernel>> built_;
+  std::unique_ptr<std::atomic<bool>[]> done_;
+  std::atomic<size_t> next_{0};
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::thread helper_;
+  RealizeTimes helper_times_;
+};
 
 // A kernel read from the lowered-kernel cache has no program to estimate from: its line has no rates.
 void log_launch(Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d, std::span<const int64_t> vals,
@@ -617,15 +658,16 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
       return !outputs.contains(buffer_id(b)) && table().find(buffer_id(b)) == nullptr;
     });
     apply_memory_plan(items, plan);
-    std::vector<std::shared_ptr<const CompiledKernel>> built = precompile(items, var_vals);
     std::unordered_map<int64_t, size_t> last_use;
     for (size_t i = 0; i < items.size(); i++)
       for (const UOpRef& b : items[i].bufs) last_use[buffer_id(*b)] = i;
-    for (size_t i = 0; i < items.size(); i++) {
-      items[i].is_copy() ? run_copy(items[i], keep)
-                         : run_kernel(items[i], var_vals, keep, std::move(built[i]));
-      for (const UOpRef& b : items[i].bufs)
-        if (int64_t id = buffer_id(*b); last_use.at(id) == i && !outputs.contains(id)) keep.erase(id);
+    {
+      AheadBuilder ahead(items, var_vals);
+      for (size_t i = 0; i < items.size(); i++) {
+        items[i].is_copy() ? run_copy(items[i], keep) : run_kernel(items[i], var_vals, keep, ahead.take(i));
+        for (const UOpRef& b : items[i].bufs)
+          if (int64_t id = buffer_id(*b); last_use.at(id) == i && !outputs.contains(id)) keep.erase(id);
+      }
     }
     if (env::DEBUG >= 1) {
       RuntimeStats after = runtime_stats();

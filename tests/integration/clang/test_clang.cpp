@@ -605,3 +605,26 @@ BOOST_AUTO_TEST_CASE(matmul_uses_explicit_vectors) {
   BOOST_TEST_REQUIRE(prog->launch(bufs, {}, k.dims, true, nullptr).ok());
   BOOST_TEST(out.read() == want, boost::test_tools::per_element());
 }
+
+// The vector fma helper (an x86 builtin where the CPU has one, else lane by lane) rounds once per lane:
+// acc = -(1 + 2^-11) from r = 0, then (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 added at r = 1: 2^-24 fused, 0 when
+// the product is rounded first (a tie, to even). NumPy: float32(1 + 2**-12)**2 - float32(1 + 2**-11) == 0.
+BOOST_AUTO_TEST_CASE(vector_fma_is_fused) {
+  Device& dev = device(paths().front());
+  const int64_t n = 64;
+  std::vector<float> x(n * n, 0.0f), y(n * n, 0.0f);
+  for (int64_t i = 0; i < n; i++) {
+    x[i * n] = 1.0f, x[i * n + 1] = 1.0f + 0x1p-12f;
+    y[i] = -(1.0f + 0x1p-11f), y[n + i] = 1.0f + 0x1p-12f;
+  }
+  tg::Tensor a = tg::Tensor::empty({n, n}, tg::dtypes::float32, "INTERP"),
+             b = tg::Tensor::empty({n, n}, tg::dtypes::float32, "INTERP");
+  Rendered k = render_one(dev, a.matmul(b));
+  uint32_t lanes = dev.renderer().caps().max_vector_width;
+  BOOST_TEST(k.source.find(fmt::format("tg_fma_float{}(", lanes)) != std::string::npos, k.source);
+  auto prog = build(dev, k.name.c_str(), k.source);
+  Buffer<float> out(dev, std::vector<float>(x.size(), 1.0f)), xa(dev, x), xb(dev, y);
+  Handle bufs[] = {out.h, xa.h, xb.h};
+  BOOST_TEST_REQUIRE(prog->launch(bufs, {}, k.dims, true, nullptr).ok());
+  BOOST_TEST(out.read() == std::vector<float>(x.size(), 0x1p-24f), boost::test_tools::per_element());
+}
