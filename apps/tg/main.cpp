@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "apps/tg/commands.hpp"
+#include "apps/tg/flags.hpp"
 #include "base/env.hpp"
 #include "base/error.hpp"
 #include "tg/sdk/plugin.hpp"
@@ -41,16 +42,9 @@ void usage(std::FILE* out) {
   for (const auto& c : kCommands) fmt::print(out, "  {:<12} {}\n", c.name, c.help);
 }
 
-// --help or -h where a flag may stand (every flag takes a value, so at even positions).
-bool wants_help(tg::cli::Args args) {
-  for (size_t i = 0; i < args.size(); i += 2)
-    if (args[i] == "--help" || args[i] == "-h") return true;
-  return false;
-}
-
 // Runs a command; every exception ends in one line naming the command and a non-zero exit, never an abort.
 int run(const Command& c, tg::cli::Args args) {
-  if (wants_help(args)) {
+  if (tg::cli::wants_help(args)) {
     fmt::print("usage: tg {}{}{}\n\n{}\n", c.name, c.flags.empty() ? "" : " ", c.flags, c.help);
     return 0;
   }

@@ -89,7 +89,8 @@ std::vector<std::vector<Opt>> search_expand(const UOpRef& ast, std::span<const O
   return out;
 }
 
-std::optional<std::vector<Opt>> parse_opts(std::string_view s) {
+std::optional<std::vector<Opt>> parse_opts(std::string_view text) {
+  std::string_view s = text;
   if (!s.starts_with("[") || !s.ends_with("]")) return std::nullopt;
   s = s.substr(1, s.size() - 2);
   std::vector<Opt> out;
@@ -111,6 +112,7 @@ std::optional<std::vector<Opt>> parse_opts(std::string_view s) {
     if (!named || !take_int(s, o.axis, ", arg=") || !take_int(s, o.arg, ")")) return std::nullopt;
     out.push_back(o);
   }
+  if (opts_str(out) != text) return std::nullopt;  // only opts_str's own spelling ("axis=01" is not)
   return out;
 }
 

@@ -66,6 +66,11 @@ DiskCache::DiskCache(std::string path) : path_(std::move(path)) {
     throw FormatError("disk cache", fmt::format("cannot open {}: {}", path_, msg));
   }
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+  // The file is data, never code: triggers or views a damaged (or planted) file carries do not run.
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_ENABLE_VIEW, 0, nullptr);
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   // WAL is best effort (some file systems lack shared memory); the table is not.
   sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
   const char* schema =

@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -120,12 +122,22 @@ PluginFile inspect_plugin(const std::string& path) {
   return f;
 }
 
+// Every library loaded, kept for the process (plugins are never unloaded, and neither are ones whose
+// descriptor was refused: their initializers have run), owned here rather than leaked. Under load_plugin's
+// lock.
+static std::vector<std::unique_ptr<boost::dll::shared_library>>& loaded_libraries() {
+  static auto* libs = new std::vector<std::unique_ptr<boost::dll::shared_library>>();  // never destroyed
+  return *libs;
+}
+
 static LoadResult load_uncached(const std::string& path, const std::string& alias, const AliasName& abi) {
   boost::dll::shared_library* lib = nullptr;
   try {
     namespace mode = boost::dll::load_mode;
-    // Never freed: plugins are never unloaded. rtld_now reports missing symbols here, not mid-run.
-    lib = new boost::dll::shared_library(path, mode::rtld_now | mode::rtld_local);
+    // rtld_now reports missing symbols here, not mid-run.
+    lib = loaded_libraries()
+              .emplace_back(std::make_unique<boost::dll::shared_library>(path, mode::rtld_now | mode::rtld_local))
+              .get();
   } catch (const std::exception& e) {
     return {nullptr, fmt::format("cannot load: {}", dlerror_of(e.what()))};
   }

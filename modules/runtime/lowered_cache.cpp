@@ -71,6 +71,10 @@ std::string serialize_lowered(std::string_view key, const LoweredKernel& k) {
   body += fmt::format("\nglobal {} {} {}\nlocal {} {} {}\nsource {}\n", k.dims.global[0], k.dims.global[1],
                       k.dims.global[2], k.dims.local[0], k.dims.local[1], k.dims.local[2], k.source.size());
   body += k.source;
+  return seal_lowered(key, body);
+}
+
+std::string seal_lowered(std::string_view key, std::string_view body) {
   return fmt::format("{} {}\n{}", kMagic, checksum(key, body), body);
 }
 
@@ -84,6 +88,10 @@ std::optional<LoweredKernel> parse_lowered(std::string_view key, std::string_vie
   if (!k || !plain(k->name)) return std::nullopt;
   for (const std::string& v : k->vars)
     if (!plain(v)) return std::nullopt;
+  for (const LoweredKernel::Buf& b : k->bufs)
+    if (b.index < 0) return std::nullopt;
+  // Only the writer's own spelling: a second one ("08", extra spaces) is a record it never made.
+  if (serialize_lowered(key, *k) != record) return std::nullopt;
   return k;
 }
 

@@ -33,6 +33,9 @@ struct LoweredKernel {
 // record stored under another key).
 std::string serialize_lowered(std::string_view key, const LoweredKernel& k);
 std::optional<LoweredKernel> parse_lowered(std::string_view key, std::string_view record);
+// A record of any body under key: the checksum line, then body (serialize_lowered's last step; the fuzz
+// target `cache` seals bodies with it to reach the field parser behind the checksum).
+std::string seal_lowered(std::string_view key, std::string_view body);
 
 // The record stored under key in the program disk cache, if any (nullopt when CACHELEVEL=0). A corrupt
 // record is reported (DEBUG>=1), deleted by the caller's store and treated as a miss.

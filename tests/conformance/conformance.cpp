@@ -21,8 +21,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "manifest.hpp"
 #include "runner.hpp"
 
 namespace tg::conformance {
@@ -81,24 +81,11 @@ std::string unit_id(ut::test_unit_id id) {
 
 std::string area_of(std::string_view id) { return std::string(id.substr(0, id.find('/'))); }
 
-using Entries = std::map<std::string, std::string, std::less<>>;
+using Entries = Manifest::Entries;
 
-// The manifest entry (key, reason) that covers id: the exact key, else the longest covering prefix.
+// The manifest entry that covers id (manifest.cpp's match_entry), remembered as matched for the stale list.
 const Entries::value_type* find_entry(const Entries& m, std::string_view id) {
-  const Entries::value_type* best = nullptr;
-  size_t best_len = 0;
-  if (auto it = m.find(id); it != m.end()) {
-    best = &*it;
-  } else {
-    for (const auto& e : m) {
-      // "a/b*" matches ids starting with "a/b"; "a/b" also matches the items "a/b/..." of test case a/b.
-      const std::string& k = e.first;
-      bool star = !k.empty() && k.back() == '*';
-      std::string_view prefix(k.data(), star ? k.size() - 1 : k.size());
-      bool hit = star ? id.starts_with(prefix) : id.size() > k.size() && id.starts_with(k) && id[k.size()] == '/';
-      if (hit && prefix.size() >= best_len) best = &e, best_len = prefix.size();
-    }
-  }
+  const Entries::value_type* best = match_entry(m, id);
   if (best) state().matched.insert(best->first);
   return best;
 }
@@ -276,33 +263,6 @@ namespace runner {
 
 void set_target(Target t) { state().target = std::move(t); }
 void set_manifest(Manifest m) { state().manifest = std::move(m); }
-
-Manifest read_manifest(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(fmt::format("[manifest] cannot read {}", path));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(fmt::format("[manifest] {} is not valid JSON: {}", path, e.what()));
-  }
-  if (!j.is_object()) throw std::runtime_error(fmt::format("[manifest] {}: expected a JSON object", path));
-  Manifest m;
-  for (const auto& [key, section] : j.items()) {
-    if (key != "unsupported" && key != "xfail")
-      throw std::runtime_error(
-          fmt::format("[manifest] {}: unknown key '{}' (expected \"unsupported\" and \"xfail\")", path, key));
-    if (!section.is_object())
-      throw std::runtime_error(fmt::format("[manifest] {}: \"{}\" must map test ids to reasons", path, key));
-    auto& out = key == "unsupported" ? m.unsupported : m.xfail;
-    for (const auto& [id, why] : section.items()) {
-      if (!why.is_string() || why.get<std::string>().empty())
-        throw std::runtime_error(fmt::format("[manifest] {}: \"{}\" needs a non-empty reason string", path, id));
-      out.emplace(id, why.get<std::string>());
-    }
-  }
-  return m;
-}
 
 void install() {
   static Observer observer;

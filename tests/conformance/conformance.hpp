@@ -30,7 +30,8 @@ Device& device();  // Registry::global().device(target().name)
 // A key ending in "*" matches every id that starts with the rest; a key without "*" matches that id and
 // the items under it ("compiler/deterministic" covers "compiler/deterministic/compile").
 struct Manifest {
-  std::map<std::string, std::string, std::less<>> unsupported, xfail;
+  using Entries = std::map<std::string, std::string, std::less<>>;  // test id or prefix -> reason
+  Entries unsupported, xfail;
   const std::string* find_unsupported(std::string_view id) const;  // the reason, or null
   const std::string* find_xfail(std::string_view id) const;
 };

@@ -34,10 +34,14 @@ HostBuffer* buf(Handle h) { return static_cast<HostBuffer*>(h); }
 class InterpAllocator final : public Allocator {
  public:
   Status alloc(size_t nbytes, const AllocOptions&, Handle* out) noexcept override {
-    return guard([&] {
-      auto* p = static_cast<std::byte*>(::operator new(std::max<size_t>(nbytes, 1), kAlign));
+    return guard([&]() -> Status {
+      // nothrow: a size no host has is an out_of_memory status, also under AddressSanitizer (whose throwing
+      // new aborts the process instead, even with allocator_may_return_null)
+      auto* p = static_cast<std::byte*>(::operator new(std::max<size_t>(nbytes, 1), kAlign, std::nothrow));
+      if (p == nullptr) return {Code::out_of_memory, "host allocation failed"};
       std::memset(p, 0, nbytes);
       *out = new HostBuffer{p, nbytes, true};
+      return {};
     });
   }
   void free(Handle h, size_t, const AllocOptions&) noexcept override {

@@ -49,6 +49,8 @@ check 0 "^usage: tg train-mnist \[--steps 1000\]" "$tg" train-mnist --help
 check 0 "^usage: tg infer \[--model" "$tg" infer --show 3 -h
 check 0 "^usage: tg devices$" "$tg" devices --help
 check 2 "^tg demo: takes no arguments$" "$tg" demo extra
+check 1 "^tg train-mnist: \[train-mnist\] --lr must be a positive finite number, got 'inf'$" \
+  "$tg" train-mnist --lr inf
 
 # data: a label that is no class, a batch larger than the data set, FIFOs and a link loop
 fashion "$dir/good" 0
@@ -87,6 +89,23 @@ check 1 "^tg train-mnist: \[safe_save\] cannot write '$dir/m.safetensors': File 
   "$tg" train-mnist --data "$dir/good" --steps 1 --batch 2 --out "$dir/m.safetensors"
 cmp -s "$dir/m.safetensors" "$dir/m.before" || { echo "FAIL: the failed save changed the old model"; failed=1; }
 if ls "$dir" | grep -q 'tmp'; then echo "FAIL: the failed save left $(ls "$dir" | grep tmp)"; failed=1; fi
+
+# SIGINT while training stops it; the model saved before is untouched and nothing half written is left
+cp "$dir/m.before" "$dir/m.safetensors"
+env --default-signal=INT "$tg" train-mnist --data "$dir/good" --steps 100000000 --batch 2 \
+  --out "$dir/m.safetensors" > "$dir/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 1200); do grep -q "^step " "$dir/int.log" && break; sleep 0.1; done
+kill -INT "$pid"
+wait "$pid"
+got=$?
+if [ "$got" != 130 ] || ! grep -q "^step " "$dir/int.log"; then
+  echo "FAIL: SIGINT during training: exit $got (want 130, after the first step):"
+  cat "$dir/int.log"
+  failed=1
+fi
+cmp -s "$dir/m.safetensors" "$dir/m.before" || { echo "FAIL: the interrupted run changed the saved model"; failed=1; }
+if ls "$dir" | grep -q 'tmp'; then echo "FAIL: the interrupted run left $(ls "$dir" | grep tmp)"; failed=1; fi
 
 [ "$failed" = 0 ] && echo "ok: every bad input was refused with its reason"
 exit "$failed"

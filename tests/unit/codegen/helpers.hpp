@@ -97,18 +97,23 @@ inline void run_interp(const LinearProgram& p, std::vector<std::vector<std::byte
   sdk::Program* raw = nullptr;
   check(d.load(p.name, bin.bytes(), &raw));
   std::unique_ptr<sdk::Program> prog(raw);
-  std::vector<sdk::Handle> hs;
+  struct Handles {  // given back however the launch ends (some tests expect it to throw)
+    sdk::Device& d;
+    std::vector<std::vector<std::byte>>& bufs;
+    std::vector<sdk::Handle> hs;
+    ~Handles() {
+      for (size_t i = 0; i < hs.size(); i++) d.allocator().free(hs[i], bufs[i].size(), {});
+    }
+  } owned{d, bufs, {}};
+  std::vector<sdk::Handle>& hs = owned.hs;
   for (auto& b : bufs) {
     sdk::Handle h = nullptr;
     check(d.allocator().alloc(b.size(), {}, &h));
-    check(d.allocator().copyin(h, b));
     hs.push_back(h);
+    check(d.allocator().copyin(h, b));
   }
   check(prog->launch(hs, vals, p.launch_dims(vals), true, nullptr));
-  for (size_t i = 0; i < bufs.size(); i++) {
-    check(d.allocator().copyout(bufs[i], hs[i]));
-    d.allocator().free(hs[i], bufs[i].size(), {});
-  }
+  for (size_t i = 0; i < bufs.size(); i++) check(d.allocator().copyout(bufs[i], hs[i]));
 }
 
 // INTERP's caps without some native ops, so codegen has to decompose them.

@@ -69,6 +69,7 @@ BOOST_AUTO_TEST_CASE(lru_reuses_buffers_of_the_same_size_and_options) {
   BOOST_TEST(lru.peak_in_use_bytes() == 200u);
   BOOST_TEST(lru.alloc(200) == c);
   BOOST_TEST(lru.peak_in_use_bytes() == 400u);
+  lru.free(a, 100), lru.free(b, 100, {.host_visible = true}), lru.free(c, 200);  // the destructor flushes them
 }
 
 BOOST_AUTO_TEST_CASE(lru_cache_is_bounded_and_evicts_the_oldest) {

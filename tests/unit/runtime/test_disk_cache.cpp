@@ -1,7 +1,9 @@
 // The sqlite program cache on its own: round trip, missing keys, reopening, a corrupt file, the folder rule.
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
@@ -110,6 +112,53 @@ BOOST_AUTO_TEST_CASE(disk_cache_entries_are_checked_before_use) {
   cache.put("cc", "kernel c", blob("binary of c"));  // the caller compiles again and replaces it
   BOOST_TEST((cache.get("cc", "kernel c") == std::optional(blob("binary of c"))));
   BOOST_TEST(cache.corrupt_entries() == 3u);
+}
+
+// The disk filling up mid-write (the file size limit stands in for it): the write fails with a clear error,
+// what was stored before reads back unchanged, and once there is room again the cache takes new entries.
+BOOST_AUTO_TEST_CASE(disk_full_while_writing_loses_nothing_stored_before) {
+  TempDir dir;
+  std::string path = (dir.path / "cache.db").string();
+  tg::DiskCache cache(path);
+  cache.put("cc", "kernel a", blob("binary of a"));
+  std::vector<std::byte> big(1 << 20, std::byte{0x5a});
+  rlimit old_limit{};
+  BOOST_REQUIRE(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
+  rlimit small = old_limit;
+  small.rlim_cur = 64 * 1024;  // the database and its journal hold a few pages, not a megabyte
+  auto old_handler = signal(SIGXFSZ, SIG_IGN);  // write() fails with EFBIG instead of killing the process
+  BOOST_REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::string error = "no error";
+  try {
+    cache.put("cc", "kernel big", big);
+  } catch (const tg::FormatError& e) {
+    error = e.what();
+  }
+  std::optional<std::vector<std::byte>> a_while_full = cache.get("cc", "kernel a");
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  signal(SIGXFSZ, old_handler);
+  // sqlite says SQLITE_FULL for ENOSPC and an I/O error for EFBIG, the file size limit's errno
+  BOOST_TEST(error == "[disk cache] " + path + ": write failed: disk I/O error");
+  BOOST_TEST((a_while_full == std::optional(blob("binary of a"))));
+  BOOST_TEST(!cache.get("cc", "kernel big").has_value());
+  tg::DiskCache reopened(path);  // another process's view: the file is whole
+  BOOST_TEST((reopened.get("cc", "kernel a") == std::optional(blob("binary of a"))));
+  BOOST_TEST(!reopened.get("cc", "kernel big").has_value());
+  reopened.put("cc", "kernel big", big);
+  BOOST_TEST((cache.get("cc", "kernel big") == std::optional(big)));
+  BOOST_TEST(cache.corrupt_entries() == 0u);
+  sqlite3* db = nullptr;
+  BOOST_REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  std::string check;
+  sqlite3_exec(
+      db, "PRAGMA integrity_check",
+      [](void* out, int, char** v, char**) {
+        *static_cast<std::string*>(out) = v[0] ? v[0] : "";
+        return 0;
+      },
+      &check, nullptr);
+  sqlite3_close(db);
+  BOOST_TEST(check == "ok");
 }
 
 BOOST_AUTO_TEST_CASE(disk_cache_rejects_a_corrupt_file_without_touching_it) {
