@@ -22,8 +22,8 @@
 #include "nn/lr_scheduler.hpp"
 #include "nn/optim.hpp"
 #include "nn/safetensors.hpp"
-#include "tensor/multi.hpp"
 #include "runtime/registry.hpp"
+#include "tensor/multi.hpp"
 #include "tensor/tensor.hpp"
 
 namespace tg::cli {
@@ -146,8 +146,9 @@ std::vector<std::string> devices_flag(const Flags& f, int64_t batch) {
   if (v.empty()) return {};
   std::vector<std::string> devs = split_devices(v);
   if (batch % static_cast<int64_t>(devs.size()) != 0)
-    throw ValueError("train-mnist", fmt::format("--batch {} does not split evenly over the {} devices of --devices",
-                                                batch, devs.size()));
+    throw ValueError(
+        "train-mnist",
+        fmt::format("--batch {} does not split evenly over the {} devices of --devices", batch, devs.size()));
   return devs;
 }
 
@@ -163,7 +164,8 @@ void place_state(nn::Module& model, const std::vector<std::string>& devices) {
 }  // namespace
 
 int train_mnist(Args args) {
-  Flags f = parse("train-mnist", args, {"steps", "batch", "lr", "seed", "out", "data", "eval", "devices", "losses"});
+  Flags f = parse("train-mnist", args,
+                  {"steps", "batch", "lr", "seed", "out", "data", "eval", "devices", "losses"});
   int64_t steps = int_flag("train-mnist", f, "steps", 1000), batch = int_flag("train-mnist", f, "batch", 128);
   int64_t seed = int_flag("train-mnist", f, "seed", 42);
   double lr = float_flag("train-mnist", f, "lr", 3e-3);
@@ -188,7 +190,8 @@ int train_mnist(Args args) {
   // One step under the JIT: from the third step on its kernels are replayed (no scheduling or compiling).
   // The lr tensor the schedule writes and every parameter and moment stay bound to the captured kernels.
   Jit train_step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
-    Tensor x = devices.empty() ? in[0] : in[0].shard(devices, 0), y = devices.empty() ? in[1] : in[1].shard(devices, 0);
+    Tensor x = devices.empty() ? in[0] : in[0].shard(devices, 0),
+           y = devices.empty() ? in[1] : in[1].shard(devices, 0);
     Tensor loss = nn::cross_entropy((*model)(x), y);
     opt.zero_grad();
     loss.backward();

@@ -216,8 +216,8 @@ class Resolver {
     std::vector<std::string> devs = devices(m);
     if (to.find(',') != std::string::npos) {
       if (to == join(devs)) return src[0];
-      throw NotSupportedError("to", fmt::format("cannot move a tensor on {} to {}; move it to one device first",
-                                                join(devs), to));
+      throw NotSupportedError(
+          "to", fmt::format("cannot move a tensor on {} to {}; move it to one device first", join(devs), to));
     }
     std::vector<UOpRef> parts;
     for (size_t i = 0; i < devs.size(); i++) {
@@ -253,8 +253,8 @@ class Resolver {
       const UOpRef& s = src[k];
       if (s->op() != Ops::MULTI) {
         if (s->shape() != nullptr && s->op() != Ops::BIND && s->op() != Ops::DEFINE_VAR)
-          throw DeviceError(op, fmt::format("a source is on {} but another on {}", graph_device(s.get()),
-                                            join(devs)));
+          throw DeviceError(
+              op, fmt::format("a source is on {} but another on {}", graph_device(s.get()), join(devs)));
         for (size_t i = 0; i < n; i++) parts[i].push_back(s);
         continue;
       }
@@ -264,7 +264,8 @@ class Resolver {
       if (a >= 0 && a != axis)
         throw NotSupportedError(op, fmt::format("sources are split along axes {} and {}", a, axis));
       if (a < 0 && axis >= 0 && u.op() == Ops::ASSIGN && k == 0)
-        throw NotSupportedError("assign", "cannot assign a tensor split across devices to a full copy on each");
+        throw NotSupportedError("assign",
+                                "cannot assign a tensor split across devices to a full copy on each");
       for (size_t i = 0; i < n; i++) {
         UOpRef p = s->src(i);
         if (a < 0 && axis >= 0) {
@@ -286,7 +287,8 @@ class Resolver {
       const Shape& in = *src[0]->shape();
       int64_t len = size_of(in[static_cast<size_t>(axis)], op) / static_cast<int64_t>(n);
       switch (u.op()) {
-        case Ops::RESHAPE: {  // the axis whose outer sizes multiply to the split axis's and that splits evenly
+        case Ops::RESHAPE: {  // the axis whose outer sizes multiply to the split axis's and that splits
+                              // evenly
           int64_t outer = 1, want = 1;
           for (int64_t i = 0; i < axis; i++) want *= size_of(in[static_cast<size_t>(i)], op);
           out_axis = -1;
@@ -299,10 +301,12 @@ class Resolver {
             outer *= d;
           }
           if (out_axis < 0)
-            throw NotSupportedError(op, fmt::format("cannot reshape {} split along axis {} over {} devices to {}",
-                                                    shape_str(in), axis, n, shape_str(whole)));
+            throw NotSupportedError(
+                op, fmt::format("cannot reshape {} split along axis {} over {} devices to {}", shape_str(in),
+                                axis, n, shape_str(whole)));
           Shape s = whole;
-          s[static_cast<size_t>(out_axis)] = size_of(whole[static_cast<size_t>(out_axis)], op) / static_cast<int64_t>(n);
+          s[static_cast<size_t>(out_axis)] =
+              size_of(whole[static_cast<size_t>(out_axis)], op) / static_cast<int64_t>(n);
           arg = s;
           break;
         }
@@ -322,18 +326,23 @@ class Resolver {
         case Ops::SHRINK: {
           ShapePairs p = u.arg_as<ShapePairs>();
           auto& [b, e] = p[static_cast<size_t>(axis)];
-          bool whole_axis = u.op() == Ops::PAD ? (b == 0 && e == 0) : (b == 0 && e == in[static_cast<size_t>(axis)]);
+          bool whole_axis =
+              u.op() == Ops::PAD ? (b == 0 && e == 0) : (b == 0 && e == in[static_cast<size_t>(axis)]);
           if (!whole_axis)
-            throw NotSupportedError(op, fmt::format("axis {} is split over {} devices; move the tensor to one "
-                                                    "device to {} along it", axis, n, op));
+            throw NotSupportedError(op,
+                                    fmt::format("axis {} is split over {} devices; move the tensor to one "
+                                                "device to {} along it",
+                                                axis, n, op));
           if (u.op() == Ops::SHRINK) e = len;
           arg = p;
           break;
         }
         case Ops::FLIP:
           if (u.arg_as<IntVec>()[static_cast<size_t>(axis)] != 0)
-            throw NotSupportedError(op, fmt::format("axis {} is split over {} devices; move the tensor to one "
-                                                    "device to flip it", axis, n));
+            throw NotSupportedError(op,
+                                    fmt::format("axis {} is split over {} devices; move the tensor to one "
+                                                "device to flip it",
+                                                axis, n));
           break;
         default:
           break;
@@ -348,7 +357,8 @@ class Resolver {
       return make_multi(std::move(out), axis);
     }
     if (group::ALU.contains(u.op()) ||
-        OpSet{Ops::CAST, Ops::BITCAST, Ops::ASSIGN, Ops::CONTIGUOUS, Ops::DETACH, Ops::AFTER, Ops::NOOP}.contains(u.op()) ||
+        OpSet{Ops::CAST, Ops::BITCAST, Ops::ASSIGN, Ops::CONTIGUOUS, Ops::DETACH, Ops::AFTER, Ops::NOOP}
+            .contains(u.op()) ||
         group::Movement.contains(u.op()))
       return make_multi(each(arg), axis);
     throw NotSupportedError(op, "not supported on a tensor over several devices");
@@ -356,7 +366,8 @@ class Resolver {
 };
 }  // namespace
 
-std::vector<UOpRef> ring_all_reduce(Ops op, std::span<const UOpRef> xs, std::span<const std::string> devices) {
+std::vector<UOpRef> ring_all_reduce(Ops op, std::span<const UOpRef> xs,
+                                    std::span<const std::string> devices) {
   size_t n = xs.size();
   if (n == 1) return {xs[0]};
   const Shape& shape = *xs[0]->shape();
@@ -371,7 +382,8 @@ std::vector<UOpRef> ring_all_reduce(Ops op, std::span<const UOpRef> xs, std::spa
   }
   std::vector<int64_t> begin(n + 1, 0);
   for (size_t k = 0; k < n; k++)
-    begin[k + 1] = begin[k] + numel / static_cast<int64_t>(n) + (static_cast<int64_t>(k) < numel % static_cast<int64_t>(n));
+    begin[k + 1] = begin[k] + numel / static_cast<int64_t>(n) +
+                   (static_cast<int64_t>(k) < numel % static_cast<int64_t>(n));
   std::vector<std::vector<UOpRef>> chunk(n);  // chunk[device][k]
   for (size_t i = 0; i < n; i++) {
     UOpRef flat = mv(Ops::RESHAPE, xs[i], Shape{numel});
@@ -405,7 +417,8 @@ std::vector<std::string> split_devices(std::string_view device) {
   size_t from = 0;
   while (true) {
     size_t comma = device.find(',', from);
-    out.emplace_back(device.substr(from, comma == std::string_view::npos ? std::string_view::npos : comma - from));
+    out.emplace_back(
+        device.substr(from, comma == std::string_view::npos ? std::string_view::npos : comma - from));
     if (comma == std::string_view::npos) return out;
     from = comma + 1;
   }
@@ -460,7 +473,8 @@ std::optional<int> shard_axis(const Tensor& x) {
 
 Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int> axis) const {
   if (device().find(',') != std::string::npos)
-    throw ValueError("shard", fmt::format("the tensor is on {} already; move it to one device first", device()));
+    throw ValueError("shard",
+                     fmt::format("the tensor is on {} already; move it to one device first", device()));
   std::vector<std::string> devs;
   for (const std::string& d : devices) {
     if (d.find(',') != std::string::npos)

@@ -351,7 +351,8 @@ TG_INSTANTIATE(double)
 std::vector<ScheduleItemView> Tensor::schedule() const {
   std::vector<UOpRef> roots{uop()};
   if (multi_in_use() || device().find(',') != std::string::npos) roots = resolve_multi(roots);
-  if (roots[0]->op() == Ops::MULTI) roots = std::vector<UOpRef>(roots[0]->src().begin(), roots[0]->src().end());
+  if (roots[0]->op() == Ops::MULTI)
+    roots = std::vector<UOpRef>(roots[0]->src().begin(), roots[0]->src().end());
   return schedule_uops(roots);
 }
 
@@ -390,7 +391,8 @@ Tensor Tensor::to(std::string_view device) const {
   std::string dev = canonical_device(device);
   if (dev == this->device()) return *this;
   if (dev.find(',') != std::string::npos && this->device().find(',') != std::string::npos)
-    throw ValueError("to", fmt::format("the tensor is on {}; move it to one device before {}", this->device(), dev));
+    throw ValueError(
+        "to", fmt::format("the tensor is on {}; move it to one device before {}", this->device(), dev));
   if (dev.find(',') != std::string::npos) return shard(split_devices(dev));  // a copy on each device
   UOpRef u = UOp::make(Ops::COPY, dtype(), {uop(), detail::device_uop(dev)});
   Tensor out(u, dev, holds());
@@ -400,7 +402,8 @@ Tensor Tensor::to(std::string_view device) const {
 
 static bool is_buffer_view(const UOp* u) {
   if (u->op() == Ops::MULTI)
-    return std::all_of(u->src().begin(), u->src().end(), [](const UOpRef& s) { return is_buffer_view(s.get()); });
+    return std::all_of(u->src().begin(), u->src().end(),
+                       [](const UOpRef& s) { return is_buffer_view(s.get()); });
   while (group::Movement.contains(u->op())) u = u->src(0).get();
   return u->op() == Ops::BUFFER;
 }

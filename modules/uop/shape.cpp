@@ -119,7 +119,8 @@ Shape multi_rule(const UOp& u, const Shape& in) {
   }
   if (axis >= static_cast<int64_t>(in.size()))
     fail(u.op(), fmt::format("axis {} is out of range for the parts' shape {}", axis, shape_str(in)));
-  if (axis >= 0) out[static_cast<size_t>(axis)] = in[static_cast<size_t>(axis)] * static_cast<int64_t>(u.src().size());
+  if (axis >= 0)
+    out[static_cast<size_t>(axis)] = in[static_cast<size_t>(axis)] * static_cast<int64_t>(u.src().size());
   return out;
 }
 

@@ -30,11 +30,14 @@ std::vector<float> iota(int n, float scale, float shift = 0.0f) {
   return v;
 }
 // Row-major (m, k) x (k, n) on the host.
-std::vector<float> host_matmul(const std::vector<float>& a, const std::vector<float>& b, int m, int k, int n) {
+std::vector<float> host_matmul(const std::vector<float>& a, const std::vector<float>& b, int m, int k,
+                               int n) {
   std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++)
-      for (int l = 0; l < k; l++) c[static_cast<size_t>(i * n + j)] += a[static_cast<size_t>(i * k + l)] * b[static_cast<size_t>(l * n + j)];
+      for (int l = 0; l < k; l++)
+        c[static_cast<size_t>(i * n + j)] +=
+            a[static_cast<size_t>(i * k + l)] * b[static_cast<size_t>(l * n + j)];
   return c;
 }
 int axis_of(const Tensor& x) { return shard_axis(x).value_or(-1); }
@@ -42,7 +45,8 @@ int axis_of(const Tensor& x) { return shard_axis(x).value_or(-1); }
 void check_copies(const Tensor& x, const std::vector<float>& want, float tol = 1e-5f) {
   std::vector<Tensor> parts = shards(x);
   BOOST_TEST(parts.size() == devs().size());
-  for (const Tensor& p : parts) BOOST_TEST(p.to_vector<float>() == want, tt::tolerance(tol) << tt::per_element());
+  for (const Tensor& p : parts)
+    BOOST_TEST(p.to_vector<float>() == want, tt::tolerance(tol) << tt::per_element());
 }
 }  // namespace
 
@@ -57,7 +61,7 @@ BOOST_AUTO_TEST_CASE(shard_places_one_part_per_device) {
   BOOST_TEST(parts[0].device() == canonical_device(d[0]));
   BOOST_TEST(parts[1].to_vector<float>() == std::vector<float>({5, 6, 7, 8}), tt::per_element());
   BOOST_TEST(x.to_vector<float>() == iota(8, 1.0f), tt::per_element());  // gathered on the first device
-  Tensor c = Tensor(iota(3, 1.0f), {3}).to(x.device());  // a full copy on each
+  Tensor c = Tensor(iota(3, 1.0f), {3}).to(x.device());                  // a full copy on each
   BOOST_TEST(axis_of(c) == -1);
   check_copies(c, {1, 2, 3});
   BOOST_CHECK_THROW(Tensor(iota(3, 1.0f), {3}).shard(d, 0), ValueError);  // 3 rows over 2 devices
@@ -132,7 +136,8 @@ BOOST_AUTO_TEST_CASE(matmul_and_conv_per_part) {
           float s = 0;
           for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++)
-              s += iv[static_cast<size_t>(n * 16 + (p + a) * 4 + q + b)] * kv[static_cast<size_t>(o * 9 + a * 3 + b)];
+              s += iv[static_cast<size_t>(n * 16 + (p + a) * 4 + q + b)] *
+                   kv[static_cast<size_t>(o * 9 + a * 3 + b)];
           want.push_back(s);
         }
   Tensor img = Tensor(iv, {4, 1, 4, 4}).shard(d, 0);
@@ -202,13 +207,15 @@ BOOST_AUTO_TEST_CASE(adam_with_batchnorm_matches_one_device) {
         std::vector<Tensor> parts = shards(p);
         std::vector<float> a = parts[0].to_vector<float>(), b = parts[1].to_vector<float>();
         for (size_t i = 0; i < a.size(); i++)
-          BOOST_TEST(std::abs(a[i] - b[i]) <= (one_plugin ? 0.0f : 1e-5f), i << ": " << a[i] << " vs " << b[i]);
+          BOOST_TEST(std::abs(a[i] - b[i]) <= (one_plugin ? 0.0f : 1e-5f),
+                     i << ": " << a[i] << " vs " << b[i]);
       }
     return out;
   };
   std::vector<float> one = run(false), two = run(true);  // the sums add in another order: 1e-4 apart at most
   BOOST_REQUIRE(one.size() == two.size());
-  for (size_t i = 0; i < one.size(); i++) BOOST_TEST(std::abs(one[i] - two[i]) <= 1e-4f, i << ": " << one[i] << " vs " << two[i]);
+  for (size_t i = 0; i < one.size(); i++)
+    BOOST_TEST(std::abs(one[i] - two[i]) <= 1e-4f, i << ": " << one[i] << " vs " << two[i]);
 }
 
 // The input given on one device and split inside the step, or given split: either way the replays bind the
