@@ -25,6 +25,7 @@
 #include "nn/optim.hpp"
 #include "nn/safetensors.hpp"
 #include "runtime/registry.hpp"
+#include "tensor/multi.hpp"
 #include "tensor/tensor.hpp"
 
 namespace tg::cli {
@@ -96,22 +97,51 @@ std::optional<std::filesystem::path> data_flag(const Flags& f) {
 
 int train_mnist_dist(const std::string& backend, const Flags& f);
 
+// --devices A,B,...: data parallel over several devices in this process: every parameter and buffer a full
+// copy on each, each batch split along its first axis. Empty: the default device alone.
+std::vector<std::string> devices_flag(const Flags& f, int64_t batch) {
+  std::string v = f.get("devices", "");
+  if (v.empty()) return {};
+  std::vector<std::string> devs = split_devices(v);
+  if (batch % static_cast<int64_t>(devs.size()) != 0)
+    throw ValueError(
+        "train-mnist",
+        fmt::format("--batch {} does not split evenly over the {} devices of --devices", batch, devs.size()));
+  return devs;
+}
+
+// Every parameter and buffer of the model as a full copy on each device, or back on the default device.
+void place_state(nn::Module& model, const std::vector<std::string>& devices) {
+  for (auto& [name, t] : nn::state_dict(model))
+    if (devices.empty())
+      t.replace(t.detach().to(default_device_name()));
+    else
+      t.shard_(devices);
+}
+
 }  // namespace
 
 int train_mnist(Args args) {
-  Flags f = parse("train-mnist", args, {"steps", "batch", "lr", "seed", "out", "data", "eval", "dist"});
-  if (std::string d = f.get("dist", ""); !d.empty()) return train_mnist_dist(d, f);
+  Flags f = parse("train-mnist", args,
+                   {"steps", "batch", "lr", "seed", "out", "data", "eval", "devices", "losses", "dist"});
+  if (std::string d = f.get("dist", ""); !d.empty()) {
+    if (!f.get("devices", "").empty())
+      throw ValueError("train-mnist", "--dist and --devices cannot be combined: each rank trains on one device");
+    return train_mnist_dist(d, f);
+  }
   int64_t steps = int_flag("train-mnist", f, "steps", 1000), batch = int_flag("train-mnist", f, "batch", 128);
   int64_t seed = int_flag("train-mnist", f, "seed", 42);
   double lr = float_flag("train-mnist", f, "lr", 3e-3);
   std::filesystem::path out = f.get("out", "fashion_mnist_cnn.safetensors");
 
-  fmt::print("device: {}\n", tg::default_device().str());
+  std::vector<std::string> devices = devices_flag(f, batch);
+  fmt::print("device: {}\n", devices.empty() ? tg::default_device().str() : f.get("devices", ""));
   HostData data = load_data(data_flag(f));
   fmt::print("data: {} training and {} test images of Fashion-MNIST\n", data.y_train.size(), data.y_test.size());
 
   Tensor::manual_seed(static_cast<uint64_t>(seed));
   auto model = apps::fashion_mnist_cnn();
+  if (!devices.empty()) place_state(*model, devices);  // before the optimizer, whose state follows
   nn::optim::Adam opt(model->parameters(), lr);
   nn::optim::OneCycleLR sched(opt, lr, steps);
   if (batch > static_cast<int64_t>(data.y_train.size()))  // a step takes a full batch: there would be none
@@ -123,16 +153,23 @@ int train_mnist(Args args) {
   // One step under the JIT: from the third step on its kernels are replayed (no scheduling or compiling).
   // The lr tensor the schedule writes and every parameter and moment stay bound to the captured kernels.
   Jit train_step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
-    Tensor loss = nn::cross_entropy((*model)(in[0]), in[1]);
+    Tensor x = devices.empty() ? in[0] : in[0].shard(devices, 0),
+           y = devices.empty() ? in[1] : in[1].shard(devices, 0);
+    Tensor loss = nn::cross_entropy((*model)(x), y);
     opt.zero_grad();
     loss.backward();
     std::vector<Tensor> todo = opt.schedule_step();
-    todo.push_back(loss);
+    Tensor out = devices.empty() ? loss : loss.to(devices[0]);  // every device has the whole loss
+    todo.push_back(out);
     Tensor::realize_all(todo);
     opt.zero_grad();  // the lazy gradients would keep this step's activations alive
-    return {loss};
+    return {out};
   });
 
+  std::string losses_path = f.get("losses", "");  // --losses FILE: each step's loss, one a line
+  std::FILE* losses = losses_path.empty() ? nullptr : std::fopen(losses_path.c_str(), "w");
+  if (!losses_path.empty() && losses == nullptr)
+    throw ValueError("train-mnist", fmt::format("cannot write --losses {}", losses_path));
   bool tty = isatty(fileno(stdout));
   auto start = std::chrono::steady_clock::now();
   double first_step = 0, loss_avg = 0;
@@ -145,6 +182,7 @@ int train_mnist(Args args) {
     sched.step();
     float l = loss.item<float>();
     if (!std::isfinite(l)) throw ValueError("train-mnist", fmt::format("the loss is {} at step {}", l, step));
+    if (losses) fmt::print(losses, "{:.9g}\n", l);
     loss_avg = step == 1 ? l : 0.95 * loss_avg + 0.05 * l;
 
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -161,6 +199,8 @@ int train_mnist(Args args) {
   }
   double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("{}trained in {} (first step {:.2f} s)\n", tty ? "\n" : "", duration(train_s), first_step);
+  if (losses) std::fclose(losses);
+  if (!devices.empty()) place_state(*model, {});  // evaluated and saved on one device
 
   int64_t n_eval = eval_count("train-mnist", f, data);
   std::vector<uint8_t> y_eval(data.y_test.begin(), data.y_test.begin() + n_eval);

@@ -20,6 +20,7 @@
 #include "runtime/stats.hpp"
 #include "schedule/schedule.hpp"
 #include "tensor/gradient.hpp"
+#include "tensor/multi.hpp"
 #include "tensor/realize.hpp"
 #include "tg/sdk/graph.hpp"
 #include "viz/record.hpp"
@@ -246,7 +247,9 @@ struct Jit::Impl {
     return plain;
   }
 
-  Capture capture(std::span<const Tensor> inputs, std::vector<InputSig> sig, const Values& values) {
+  // inputs are the buffers (a tensor over several devices as its parts); fn gets `given`
+  Capture capture(std::span<const Tensor> inputs, std::span<const Tensor> given, std::vector<InputSig> sig,
+                  const Values& values) {
     CaptureLog log;
     Capture c;
     c.sig = std::move(sig);
@@ -256,7 +259,7 @@ struct Jit::Impl {
         Depth() { capture_depth++; }
         ~Depth() { capture_depth--; }
       } depth;
-      c.outputs = run(inputs);
+      c.outputs = run(given);
     }
     if (!log.host_reads.empty())
       throw ValueError("jit",
@@ -270,6 +273,10 @@ struct Jit::Impl {
     for (size_t i = 0; i < inputs.size(); i++)
       if (!held_size(inputs[i])) input_of[buffer_uid(inputs[i])] = i;
     for (const Tensor& o : c.outputs) {
+      if (o.uop()->op() == Ops::MULTI) {  // its parts' buffers are replayed in place
+        c.output_input.push_back(-1);
+        continue;
+      }
       auto it = input_of.find(buffer_uid(o));
       c.output_input.push_back(it == input_of.end() ? -1 : static_cast<int>(it->second));
     }
@@ -325,7 +332,8 @@ struct Jit::Impl {
 
   static void run_one(Launch& l) {
     if (!l.program) {  // a copy
-      std::vector<std::byte> bytes(l.buffers[1]->nbytes());
+      // a longer source holds the value in its prefix, as in the realize that was captured
+      std::vector<std::byte> bytes(std::min(l.buffers[1]->nbytes(), l.buffers[0]->nbytes()));
       l.buffers[1]->copyout(bytes);
       l.buffers[0]->copyin(bytes);
       return;
@@ -415,18 +423,25 @@ struct Jit::Impl {
     return out;
   }
 
-  std::vector<Tensor> call(std::span<const Tensor> inputs) {
+  std::vector<Tensor> call(std::span<const Tensor> given) {
+    // a tensor over several devices takes part as its parts, one buffer each
+    std::vector<Tensor> multi, inputs;
+    for (const Tensor& t : given)
+      if (t.defined() && t.uop()->op() == Ops::MULTI) multi.push_back(t);
+    Tensor::realize_all(multi);
+    for (const Tensor& t : given)
+      for (const Tensor& part : t.defined() ? shards(t) : std::vector<Tensor>{t}) inputs.push_back(part);
     Values values;
     std::vector<InputSig> sig = prepare(inputs, values);
     n_inputs = inputs.size();
     size_t call_no = calls++;
-    if (env::JIT.value() == 0 || capture_depth > 0) return run(inputs);
+    if (env::JIT.value() == 0 || capture_depth > 0) return run(given);
     for (Capture& c : captures)
       if (c.sig == sig) return replay(c, inputs, values);
     if (!captures.empty() && captures.size() >= static_cast<size_t>(std::max(opts.max_captures, 1)))
       mismatch(sig, captures[0].sig);
-    if (call_no == 0) return run(inputs);  // warm-up
-    captures.push_back(capture(inputs, std::move(sig), values));
+    if (call_no == 0) return run(given);  // warm-up
+    captures.push_back(capture(inputs, given, std::move(sig), values));
     return captures.back().outputs;
   }
 };

@@ -10,6 +10,7 @@
 // the inputs' buffers take the place of the captured inputs; every other buffer fn touched that is still
 // held by a tensor (parameters, optimizer state, a learning-rate tensor) stays bound, so assigns to it
 // update it in place. Buffers only the captured kernels use share memory where their lifetimes allow.
+// An input over several devices (Tensor::shard) is bound part by part, one buffer per device.
 //
 // What a replay cannot repeat: host work inside fn (reading values with item(), new host data, numbers
 // baked into the graph) happens at capture only. Results are the captured output tensors, realized and

@@ -563,6 +563,8 @@ std::ostream& operator<<(std::ostream& os, const ScheduleItemView& si) {
 }
 
 std::string canonical_device(std::string_view spec) {
+  if (size_t comma = spec.find(','); comma != std::string_view::npos)  // several devices, one tensor
+    return canonical_device(spec.substr(0, comma)) + "," + canonical_device(spec.substr(comma + 1));
   std::string s(spec);
   size_t colon = s.find(':');
   std::string name = s.substr(0, colon), rest = colon == std::string::npos ? "" : s.substr(colon);

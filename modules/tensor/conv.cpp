@@ -490,7 +490,9 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
       split.insert(split.end(), {o[a], s[a]});
       win.insert(win.end(), {{0, o[a]}, {0, k[a]}});
     }
-    Tensor x = pad(with(grow))
+    Pairs lead_grow(static_cast<size_t>(lead), {0, 0});  // the leading axes keep their size
+    lead_grow.insert(lead_grow.end(), grow.begin(), grow.end());
+    Tensor x = pad(lead_grow)
                    .shrink(detail::size_pairs(with(cut)))
                    .reshape(shape_with(split))
                    .shrink(detail::size_pairs(with(win)));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "tensor/multi.hpp"
 
 namespace tg {
 
@@ -17,14 +18,10 @@ using GradFn = Grads (*)(GradientCtx& c, const UOp& r, const UOpRef& g);
 
 const Shape& shape_of(const UOpRef& u) { return *u->shape(); }
 
-// The device a node computes on: follow first sources down to a DEVICE (COPY and BUFFER name theirs).
+// The device a node computes on (several joined by ',' over a MULTI).
 const std::string& device_of(GradientCtx& c, const UOp* start) {
   if (auto it = c.devices.find(start); it != c.devices.end()) return it->second;
-  const UOp* u = start;
-  while (u->op() != Ops::DEVICE && !u->src().empty())
-    u = (u->op() == Ops::COPY || u->op() == Ops::BUFFER) ? u->src(1).get() : u->src(0).get();
-  if (u->op() != Ops::DEVICE) throw ValueError("gradient", fmt::format("no device under {}", start->str()));
-  return c.devices[start] = u->arg_as<std::string>();
+  return c.devices[start] = graph_device(start);
 }
 
 UOpRef device_node(const std::string& d) { return UOp::make(Ops::DEVICE, dtypes::void_, {}, d); }
@@ -165,6 +162,26 @@ constexpr double kLn2 = std::numbers::ln2, kPi2 = std::numbers::pi / 2;
 #define TG_GRAD(...) \
   [](C& c [[maybe_unused]], R r [[maybe_unused]], G g [[maybe_unused]]) -> Grads { return {__VA_ARGS__}; }
 
+// The parts of a tensor over several devices: each gets its piece of g, gathered on its device (a full copy
+// on each device is one value: the first part takes the whole gradient).
+Grads multi_grad(C& c, R r, G g) {
+  Grads out;
+  int64_t axis = r.arg_as<IntVec>().at(0);
+  for (size_t i = 0; i < r.src().size(); i++) {
+    UOpRef whole = copy_to(g, device_of(c, r.src(i).get()));
+    if (axis < 0) {
+      out.push_back(i == 0 ? whole : UOpRef());
+      continue;
+    }
+    ShapePairs piece;
+    for (const sint& d : shape_of(r.ref())) piece.emplace_back(0, d);
+    sint len = shape_of(r.src(i))[static_cast<size_t>(axis)];
+    piece[static_cast<size_t>(axis)] = {len * static_cast<int64_t>(i), len * static_cast<int64_t>(i + 1)};
+    out.push_back(mv(Ops::SHRINK, whole, piece));
+  }
+  return out;
+}
+
 // clang-format off
 const GradRule kRules[] = {
     // ---- unary ----
@@ -199,6 +216,7 @@ const GradRule kRules[] = {
     // ---- graph ----
     {UPat(Ops::CONTIGUOUS), TG_GRAD(g)},
     {UPat(Ops::COPY), TG_GRAD(copy_to(g, device_of(c, r.src(0).get())), UOpRef())},          // copy back
+    {UPat(Ops::MULTI), multi_grad},
 };
 // clang-format on
 #undef TG_GRAD

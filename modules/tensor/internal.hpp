@@ -22,6 +22,8 @@ UOpRef device_uop(std::string_view device);
 Tensor const_tensor(ConstValue v, DType d, const Shape& shape, std::string_view device);
 // A tensor computing u on like's device that keeps the buffers of every tensor in from alive.
 Tensor derive(UOpRef u, const Tensor& like, std::initializer_list<const Tensor*> from);
+// The same on a named device (a new tensor over several devices, multi.cpp).
+Tensor derive_on(UOpRef u, std::string device, std::initializer_list<const Tensor*> from);
 // ALU node over tensors of equal shape and dtype (comparisons give bool, WHERE takes its value dtype).
 Tensor alu(Ops op, const Tensor& a);
 Tensor alu(Ops op, const Tensor& a, const Tensor& b);

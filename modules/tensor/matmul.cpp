@@ -2,6 +2,7 @@
 // axis. There is no MATMUL op; the scheduler and code generator see a fused multiply-reduce.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <map>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include "base/error.hpp"
 #include "runtime/registry.hpp"
 #include "tensor/internal.hpp"
+#include "tensor/multi.hpp"
 
 namespace tg {
 
@@ -20,6 +22,11 @@ namespace tg {
 // GFLOPS and 2048^2 60 -> 160, pack included. w is viewed back as (..., k, n), so the rest of dot and its
 // gradient do not change.
 int64_t detail::cpu_vector_width(const std::string& dev) {
+  if (dev.find(',') != std::string::npos) {  // several devices: the layout every one of them reads well
+    int64_t lanes = INT64_MAX;
+    for (const std::string& d : split_devices(dev)) lanes = std::min(lanes, cpu_vector_width(d));
+    return lanes;
+  }
   const sdk::RendererCaps& caps = device(dev).caps();
   bool cpu = !caps.has_local && caps.has_threads && caps.max_vector_width >= 4;
   return cpu ? caps.max_vector_width : 0;

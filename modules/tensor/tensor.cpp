@@ -12,6 +12,7 @@
 #include "tensor/gradient.hpp"
 #include "tensor/host_value.hpp"
 #include "tensor/internal.hpp"
+#include "tensor/multi.hpp"
 
 namespace tg {
 
@@ -102,6 +103,11 @@ void Tensor::init_from_host(std::span<const std::byte> bytes, DType src, Shape s
     bytes = converted;
   }
   std::string dev = device.empty() ? default_device_name() : canonical_device(device);
+  if (dev.find(',') != std::string::npos) {  // several devices: a copy on each
+    init_from_host(bytes, dt, std::move(shape), dt, split_devices(dev)[0]);
+    *this = to(dev);
+    return;
+  }
   RealizedBuffer rb = buffer_from_host(dev, dt, bytes);
   *this = Tensor(UOp::make(Ops::RESHAPE, dt, {rb.buffer}, shape), dev, {rb.hold});
 }
@@ -190,11 +196,15 @@ Tensor const_tensor(ConstValue v, DType d, const Shape& shape, std::string_view 
 }
 
 Tensor derive(UOpRef u, const Tensor& like, std::initializer_list<const Tensor*> from) {
+  return derive_on(std::move(u), like.device(), from);
+}
+
+Tensor derive_on(UOpRef u, std::string device, std::initializer_list<const Tensor*> from) {
   std::vector<BufferHold> holds;
   for (const Tensor* t : from)
     for (const BufferHold& h : t->holds())
       if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
-  Tensor out(std::move(u), like.device(), std::move(holds));
+  Tensor out(std::move(u), std::move(device), std::move(holds));
   Autograd::propagate(out, from);
   return out;
 }
@@ -289,18 +299,39 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
   std::vector<UOpRef> roots;
   for (const Tensor& t : tensors)
     if (has_elements(t)) roots.push_back(ran_assigns().resolve(t.uop()));
+  // over several devices: each MULTI root realizes one buffer per device
+  bool multi = multi_in_use();
+  for (const Tensor& t : tensors) multi = multi || t.device().find(',') != std::string::npos;
+  std::vector<UOpRef> resolved = multi ? resolve_multi(roots) : roots, flat;
+  for (const UOpRef& r : resolved)
+    if (r->op() == Ops::MULTI)
+      flat.insert(flat.end(), r->src().begin(), r->src().end());
+    else
+      flat.push_back(r);
   std::vector<RealizedBuffer> bufs;
   try {
-    bufs = realize_uops(roots);
+    bufs = realize_uops(flat);
     ran_assigns().realized(roots);
   } catch (...) {
     // the side effects wait for the next realize, as if this one had not been asked for
     g_later.insert(g_later.begin(), later.begin(), later.end());
     throw;
   }
-  for (size_t i = 0, k = 0; i < tensors.size(); i++) {
+  for (size_t i = 0, k = 0, r = 0; i < tensors.size(); i++) {
     Impl& im = tensors[i].impl();
     const Shape& shape = *im.uop->shape();
+    if (has_elements(tensors[i]) && resolved[r]->op() == Ops::MULTI) {
+      const UOpRef& m = resolved[r++];
+      std::vector<UOpRef> views;
+      std::vector<BufferHold> holds;
+      for (const UOpRef& part : m->src()) {
+        views.push_back(realized_view(bufs[k].buffer, *part->shape()));
+        holds.push_back(bufs[k++].hold);
+      }
+      im.replace_uop(Autograd::realized(im, m->with_src(std::move(views))), std::move(holds));
+      continue;
+    }
+    if (has_elements(tensors[i])) r++;
     // a tensor without elements needs no kernel, only an empty buffer
     RealizedBuffer rb = has_elements(tensors[i]) ? bufs[k++] : buffer_empty(im.device, im.uop->dtype(), 0);
     im.replace_uop(Autograd::realized(im, realized_view(rb.buffer, shape)), {rb.hold});
@@ -308,6 +339,7 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
 }
 
 std::vector<std::byte> Tensor::to_bytes() const {
+  if (device().find(',') != std::string::npos) return to(split_devices(device())[0]).to_bytes();
   Tensor t = *this;
   t.realize();
   // a symbolic tensor reads as its elements at the variables' bound values
@@ -318,6 +350,7 @@ std::vector<std::byte> Tensor::to_bytes() const {
 }
 
 HostView Tensor::host_view() const {
+  if (device().find(',') != std::string::npos) return to(split_devices(device())[0]).host_view();
   Tensor t = contiguous();
   t.realize();
   UOpRef buf = realized_buffer(t.uop());
@@ -366,8 +399,11 @@ TG_INSTANTIATE(double)
 #undef TG_INSTANTIATE
 
 std::vector<ScheduleItemView> Tensor::schedule() const {
-  UOpRef root = ran_assigns().resolve(uop());
-  return schedule_uops(std::span<const UOpRef>(&root, 1));
+  std::vector<UOpRef> roots{ran_assigns().resolve(uop())};
+  if (multi_in_use() || device().find(',') != std::string::npos) roots = resolve_multi(roots);
+  if (roots[0]->op() == Ops::MULTI)
+    roots = std::vector<UOpRef>(roots[0]->src().begin(), roots[0]->src().end());
+  return schedule_uops(roots);
 }
 
 // ---- dtype ----
@@ -404,6 +440,10 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::to(std::string_view device) const {
   std::string dev = canonical_device(device);
   if (dev == this->device()) return *this;
+  if (dev.find(',') != std::string::npos && this->device().find(',') != std::string::npos)
+    throw ValueError(
+        "to", fmt::format("the tensor is on {}; move it to one device before {}", this->device(), dev));
+  if (dev.find(',') != std::string::npos) return shard(split_devices(dev));  // a copy on each device
   UOpRef u = UOp::make(Ops::COPY, dtype(), {uop(), detail::device_uop(dev)});
   Tensor out(u, dev, holds());
   Autograd::propagate(out, {this});
@@ -411,6 +451,9 @@ Tensor Tensor::to(std::string_view device) const {
 }
 
 static bool is_buffer_view(const UOp* u) {
+  if (u->op() == Ops::MULTI)
+    return std::all_of(u->src().begin(), u->src().end(),
+                       [](const UOpRef& s) { return is_buffer_view(s.get()); });
   while (group::Movement.contains(u->op())) u = u->src(0).get();
   return u->op() == Ops::BUFFER;
 }
@@ -458,6 +501,15 @@ Tensor& Tensor::replace(const Tensor& x) {
   Impl& im = impl();
   im.replace_uop(v.uop(), v.holds());
   im.device = v.device();
+  return *this;
+}
+
+Tensor& Tensor::shard_(const std::vector<std::string>& devices, std::optional<int> axis) {
+  // realized now and without history: the parts are the tensor's own buffers from here on
+  Tensor s = detach().shard(devices, axis);
+  s.realize();
+  Impl& im = impl();
+  im.uop = s.uop(), im.holds = s.holds(), im.device = s.device(), im.graph_uop = UOpRef();
   return *this;
 }
 

@@ -434,6 +434,13 @@ class Tensor {
   Tensor rearrange(std::string_view pattern, std::vector<std::pair<std::string, int64_t>> sizes = {}) const;
   Tensor contiguous() const;
   Tensor to(std::string_view device) const;
+  // ---- several devices (multi.cpp) ----
+  // This tensor on every device of devices: split along axis into equal parts, or a full copy on each
+  // without an axis. Ops on the result run per device; a reduction over the split axis combines the parts
+  // by an all-reduce across devices. device() names every device, joined by ','; to(one device) gathers.
+  Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis = {}) const;
+  // shard in place (model parameters): every copy of this handle sees the sharded tensor. Returns *this.
+  Tensor& shard_(const std::vector<std::string>& devices, std::optional<int> axis = {});
 
   // ---- indexing ----
   Tensor operator[](const Index& i) const;

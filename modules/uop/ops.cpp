@@ -15,9 +15,9 @@ constexpr std::array<std::string_view, kOpsCount> kNames = {
     "XOR",         "SHL",           "SHR",          "FDIV",       "POW",        "THREEFRY", "WHERE",
     "MULACC",      "DEFINE_GLOBAL", "DEFINE_LOCAL", "DEFINE_REG", "RANGE",      "END",      "INDEX",
     "LOAD",        "STORE",         "SPECIAL",      "BARRIER",    "IF",         "ENDIF",    "VECTORIZE",
-    "GEP",         "WMMA",          "UNROLL",       "CONTRACT",   "CUSTOM",
+    "GEP",         "WMMA",          "UNROLL",       "CONTRACT",   "CUSTOM",     "MULTI",
 };
-static_assert(kNames[kOpsCount - 1] == "CUSTOM", "kNames must list every op in enum order");
+static_assert(kNames[kOpsCount - 1] == "MULTI", "kNames must list every op in enum order");
 }  // namespace
 
 std::string_view op_name(Ops op) { return kNames[static_cast<int>(op)]; }

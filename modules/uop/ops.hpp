@@ -71,8 +71,11 @@ enum class Ops : uint8_t {
   UNROLL,         // expander: arg = IntPairs (axis, size) to unroll into lanes
   CONTRACT,       // expander: arg = IntPairs (axis, size) to gather into a vector
   CUSTOM,         // arg = format string the renderer fills with its sources
+
+  // tensor level, several devices (resolved before scheduling)
+  MULTI,  // (one source per device), arg = IntVec{axis}: split along axis, or a full copy on each for -1
 };
-inline constexpr int kOpsCount = static_cast<int>(Ops::CUSTOM) + 1;
+inline constexpr int kOpsCount = static_cast<int>(Ops::MULTI) + 1;
 
 std::string_view op_name(Ops op);  // "ADD"
 

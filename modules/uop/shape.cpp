@@ -107,6 +107,23 @@ Shape bitcast_rule(const UOp& u, const Shape& in) {
   return out;
 }
 
+// The whole tensor: the parts' shape, with the split axis as long as all the parts together.
+Shape multi_rule(const UOp& u, const Shape& in) {
+  int64_t axis = u.arg_as<IntVec>().at(0);
+  Shape out = in;
+  for (size_t i = 1; i < u.src().size(); i++) {
+    const Shape* s = u.src(i)->shape();
+    if (s == nullptr || *s != in)
+      fail(u.op(), fmt::format("parts have different shapes {} and {}", shape_str(in),
+                               s ? shape_str(*s) : std::string("none")));
+  }
+  if (axis >= static_cast<int64_t>(in.size()))
+    fail(u.op(), fmt::format("axis {} is out of range for the parts' shape {}", axis, shape_str(in)));
+  if (axis >= 0)
+    out[static_cast<size_t>(axis)] = in[static_cast<size_t>(axis)] * static_cast<int64_t>(u.src().size());
+  return out;
+}
+
 // All sources must have equal shapes; a source without a shape means this is a kernel-level node.
 std::shared_ptr<const Shape> same_shape_rule(const UOp& u) {
   const Shape* first = nullptr;
@@ -164,6 +181,8 @@ std::shared_ptr<const Shape> compute_shape(const UOp& u) {
       return from_src0(same);
     case Ops::ASSIGN:
       return same_shape_rule(u);
+    case Ops::MULTI:
+      return from_src0(multi_rule);
     default:
       break;
   }

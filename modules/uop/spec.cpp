@@ -221,6 +221,7 @@ const PatternMatcher& tensor_spec() {
            check([](M& m) { return !node(m).src().empty() && node(m).dtype() == sd(m, 0); },
                  "CONTIGUOUS, DETACH and AFTER keep their source's dtype")},
           {UPat(Ops::KERNEL), check(arg_is<OpaquePtr>, "KERNEL carries its AST as an OpaqueArg")},
+          {UPat(Ops::MULTI), reject("MULTI must be resolved to one graph per device before scheduling")},
           {UPat(Ops::PERMUTE), check([](M& m) { return !node(m).src().empty() && permute_ok(m); },
                                      "PERMUTE arg is a permutation")},
           {UPat(Ops::FLIP), check(
@@ -332,7 +333,7 @@ const PatternMatcher& kernel_spec() {
           {UPat(Ops::CUSTOM), check(arg_is<std::string>, "CUSTOM takes a format string")},
           {UPat(group::Movement | OpSet{Ops::BUFFER, Ops::COPY, Ops::ASSIGN, Ops::REDUCE_AXIS, Ops::KERNEL,
                                         Ops::DEVICE, Ops::UNIQUE, Ops::CONTIGUOUS, Ops::DETACH,
-                                        Ops::BUFFER_VIEW}),
+                                        Ops::BUFFER_VIEW, Ops::MULTI}),
            reject("tensor-level op in a kernel graph")},
       } +
       shared_spec();
