@@ -90,6 +90,18 @@ int64_t eval_count(std::string_view cmd, const Flags& f, const HostData& data) {
   return std::min(all, int_flag(cmd, f, "eval", all));
 }
 
+// train-mnist's end: the accuracy on the first --eval test images, then the model saved with it.
+void evaluate_and_save(nn::Module& model, const Flags& f, const HostData& data,
+                       const std::filesystem::path& out) {
+  int64_t n_eval = eval_count("train-mnist", f, data);
+  std::vector<uint8_t> y_eval(data.y_test.begin(), data.y_test.begin() + n_eval);
+  double acc = accuracy(predict(model, data.x_test, 0, n_eval), y_eval);
+  fmt::print("test accuracy: {:.2f}% on {} images\n", 100 * acc, n_eval);
+  nn::safe_save(nn::state_dict(model), out,
+                {{"model", "fashion-mnist-cnn"}, {"test_accuracy", fmt::format("{:.4f}", acc)}});
+  fmt::print("saved: {} (reload with: tg infer --model {})\n", out.string(), out.string());
+}
+
 std::optional<std::filesystem::path> data_flag(const Flags& f) {
   std::string d = f.get("data", "");
   return d.empty() ? std::nullopt : std::optional<std::filesystem::path>(d);
@@ -202,13 +214,7 @@ int train_mnist(Args args) {
   if (losses) std::fclose(losses);
   if (!devices.empty()) place_state(*model, {});  // evaluated and saved on one device
 
-  int64_t n_eval = eval_count("train-mnist", f, data);
-  std::vector<uint8_t> y_eval(data.y_test.begin(), data.y_test.begin() + n_eval);
-  double acc = accuracy(predict(*model, data.x_test, 0, n_eval), y_eval);
-  fmt::print("test accuracy: {:.2f}% on {} images\n", 100 * acc, n_eval);
-  nn::safe_save(nn::state_dict(*model), out,
-                {{"model", "fashion-mnist-cnn"}, {"test_accuracy", fmt::format("{:.4f}", acc)}});
-  fmt::print("saved: {} (reload with: tg infer --model {})\n", out.string(), out.string());
+  evaluate_and_save(*model, f, data, out);
   return 0;
 }
 
@@ -309,13 +315,7 @@ int train_data_parallel(dist::Communicator& comm, const Flags& f) {
     fmt::print("all-reduce: {:.3f} ms of {:.2f} ms per step ({:.1f}%), {} KB per step\n",
                1e3 * comm_s / static_cast<double>(steps - 1), 1e3 * per_step,
                100 * comm_s / (train_s - first_step), bytes / 1024);
-  int64_t n_eval = eval_count("train-mnist", f, data);
-  std::vector<uint8_t> y_eval(data.y_test.begin(), data.y_test.begin() + n_eval);
-  double acc = accuracy(predict(*model, data.x_test, 0, n_eval), y_eval);
-  fmt::print("test accuracy: {:.2f}% on {} images\n", 100 * acc, n_eval);
-  nn::safe_save(nn::state_dict(*model), out,
-                {{"model", "fashion-mnist-cnn"}, {"test_accuracy", fmt::format("{:.4f}", acc)}});
-  fmt::print("saved: {} (reload with: tg infer --model {})\n", out.string(), out.string());
+  evaluate_and_save(*model, f, data, out);
   return 0;
 }
 
