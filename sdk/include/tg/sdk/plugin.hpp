@@ -16,8 +16,10 @@
 
 // ABI policy: sdk/ABI.md. Major must match the core's; minor may be older down to TG_ABI_MINOR_FLOOR.
 #define TG_ABI_MAJOR 1
-#define TG_ABI_MINOR 3
-#define TG_ABI_MINOR_FLOOR 0
+#define TG_ABI_MINOR 4
+// Minor 4 appended Ops::MULTI, which grew CStyleRenderer's per-op table (its code runs in libtg): a plugin
+// built before it is refused by name instead of being read past its end.
+#define TG_ABI_MINOR_FLOOR 4
 
 extern "C" {
 
