@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     ss << in.rdbuf();
     sources.push_back(ss.str());
   }
-  tg::Device& dev = tg::device(device);
+  tg::runtime::Device& dev = tg::runtime::device(device);
   dev.compile("void warm_up(void* const* bufs, const long long* vals, int core_id) {}\n");  // one-time set-up
   double best_compile = 1e30, best_load = 1e30;
   for (int r = 0; r < repeat; r++) {

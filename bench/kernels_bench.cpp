@@ -30,7 +30,7 @@ using namespace tg;
 namespace {
 
 struct Compiled {
-  LinearProgram prog;
+  codegen::LinearProgram prog;
   std::unique_ptr<sdk::Program> program;
 };
 
@@ -38,20 +38,20 @@ struct Compiled {
 // for a kernel they do not fit).
 struct Variant {
   bool noopt = false;
-  std::optional<std::vector<Opt>> opts;
+  std::optional<std::vector<codegen::Opt>> opts;
 };
 
 char kind = 'r';  // --kind: the kernels --opts and --vs apply to (r reduce, E elementwise)
 
-Compiled compile(Device& dev, const UOpRef& ast, const Variant& v) {
+Compiled compile(runtime::Device& dev, const UOpRef& ast, const Variant& v) {
   env::Scoped s(env::NOOPT, v.noopt ? 1 : 0);
-  LowerOptions lo;
-  if (!v.noopt && kernel_name(ast)[0] == kind) lo.opts = v.opts;
+  codegen::LowerOptions lo;
+  if (!v.noopt && codegen::kernel_name(ast)[0] == kind) lo.opts = v.opts;
   Compiled c;
   try {
-    c.prog = lower_kernel(ast, dev.caps(), lo);
+    c.prog = codegen::lower_kernel(ast, dev.caps(), lo);
   } catch (const std::exception&) {
-    c.prog = lower_kernel(ast, dev.caps(), LowerOptions{});
+    c.prog = codegen::lower_kernel(ast, dev.caps(), codegen::LowerOptions{});
   }
   std::vector<const UOp*> view = c.prog.view();
   sdk::Blob src;
@@ -64,21 +64,21 @@ Compiled compile(Device& dev, const UOpRef& ast, const Variant& v) {
 
 // A schedule compiled one way, with its buffers filled.
 struct Runnable {
-  std::map<const UOp*, std::unique_ptr<Buffer>> bufs;
+  std::map<const UOp*, std::unique_ptr<runtime::Buffer>> bufs;
   std::vector<Compiled> kernels;
   std::string names;
   double best = 1e30;
 };
 
-Runnable prepare(Device& dev, const std::vector<ScheduleItemView>& items, const Variant& v) {
+Runnable prepare(runtime::Device& dev, const std::vector<engine::ScheduleItemView>& items, const Variant& v) {
   Runnable r;
-  for (const ScheduleItemView& si : items) {
+  for (const engine::ScheduleItemView& si : items) {
     r.kernels.push_back(compile(dev, si.ast, v));
     r.names += (r.names.empty() ? "" : " ") + r.kernels.back().prog.name;
     for (const UOpRef& b : si.bufs) {
       if (r.bufs.count(b.get())) continue;
       size_t n = static_cast<size_t>(b->arg_as<int64_t>()) * b->dtype().itemsize();
-      auto buf = std::make_unique<Buffer>(dev, n);
+      auto buf = std::make_unique<runtime::Buffer>(dev, n);
       std::vector<float> init(n / sizeof(float));
       for (size_t i = 0; i < init.size(); i++) init[i] = static_cast<float>(i % 17) * 0.125f - 1.0f;
       buf->copyin(std::as_bytes(std::span(init)));
@@ -89,11 +89,11 @@ Runnable prepare(Device& dev, const std::vector<ScheduleItemView>& items, const 
 }
 
 // Seconds for running every kernel of the schedule once, in order.
-double run_once(Runnable& r, const std::vector<ScheduleItemView>& items) {
+double run_once(Runnable& r, const std::vector<engine::ScheduleItemView>& items) {
   Timer t;
   for (size_t k = 0; k < items.size(); k++) {
     std::vector<sdk::Handle> hs;
-    for (const BufferArg& a : r.kernels[k].prog.bufs)
+    for (const codegen::BufferArg& a : r.kernels[k].prog.bufs)
       hs.push_back(r.bufs.at(items[k].bufs.at(static_cast<size_t>(a.index)).get())->handle());
     if (!r.kernels[k].program->launch(hs, {}, r.kernels[k].prog.launch_dims({}), true, nullptr).ok())
       std::abort();
@@ -102,7 +102,7 @@ double run_once(Runnable& r, const std::vector<ScheduleItemView>& items) {
 }
 
 // Best-of-repeat seconds per variant; the variants take turns, so a slow spell of the machine hits all.
-void time_variants(std::vector<Runnable>& rs, const std::vector<ScheduleItemView>& items, int repeat) {
+void time_variants(std::vector<Runnable>& rs, const std::vector<engine::ScheduleItemView>& items, int repeat) {
   for (int i = 0; i < repeat + 1; i++)  // the first round warms caches and pages
     for (Runnable& r : rs) {
       double s = run_once(r, items);
@@ -111,16 +111,16 @@ void time_variants(std::vector<Runnable>& rs, const std::vector<ScheduleItemView
 }
 
 // "U1:16,U0:4,R2:4,T0:2" (U UPCAST, R UNROLL, T THREAD, S SWAP; axis:arg).
-std::vector<Opt> parse_opts(const std::string& s) {
-  std::vector<Opt> out;
+std::vector<codegen::Opt> parse_opts(const std::string& s) {
+  std::vector<codegen::Opt> out;
   for (size_t p = 0; p < s.size();) {
     size_t e = s.find(',', p);
     std::string o = s.substr(p, e == std::string::npos ? std::string::npos : e - p);
-    OptOps op = o[0] == 'U'   ? OptOps::UPCAST
-                : o[0] == 'R' ? OptOps::UNROLL
-                : o[0] == 'T' ? OptOps::THREAD
-                : o[0] == 'P' ? OptOps::PADTO
-                              : OptOps::SWAP;
+    codegen::OptOps op = o[0] == 'U'   ? codegen::OptOps::UPCAST
+                : o[0] == 'R' ? codegen::OptOps::UNROLL
+                : o[0] == 'T' ? codegen::OptOps::THREAD
+                : o[0] == 'P' ? codegen::OptOps::PADTO
+                              : codegen::OptOps::SWAP;
     size_t c = o.find(':');
     out.push_back({op, std::stoll(o.substr(1, c - 1)), std::stoll(o.substr(c + 1))});
     p = e == std::string::npos ? s.size() : e + 1;
@@ -129,13 +129,13 @@ std::vector<Opt> parse_opts(const std::string& s) {
 }
 
 std::string only;                            // run only the benchmarks whose name contains this
-std::optional<std::vector<Opt>> forced, vs;  // --opts: these instead of the heuristic's; --vs: against these
+std::optional<std::vector<codegen::Opt>> forced, vs;  // --opts: these instead of the heuristic's; --vs: against these
 
 // work: FLOPs (unit "GFLOPS") or bytes moved (unit "GB/s"). With --vs: the opts (or the heuristic's)
 // against the --vs opts instead of NOOPT against the heuristic.
-void bench(Device& dev, const char* what, const Tensor& t, double work, const char* unit, int repeat) {
+void bench(runtime::Device& dev, const char* what, const Tensor& t, double work, const char* unit, int repeat) {
   if (std::string(what).find(only) == std::string::npos) return;
-  std::vector<ScheduleItemView> items = t.schedule();
+  std::vector<engine::ScheduleItemView> items = t.schedule();
   std::vector<Runnable> rs;
   rs.push_back(prepare(dev, items, vs ? Variant{false, forced} : Variant{true, std::nullopt}));
   rs.push_back(prepare(dev, items, vs ? Variant{false, vs} : Variant{false, forced}));
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--opts")) forced = parse_opts(argv[i + 1]);
     if (!std::strcmp(argv[i], "--vs")) vs = parse_opts(argv[i + 1]);
   }
-  Device& dev = tg::device(device);
+  runtime::Device& dev = tg::runtime::device(device);
   fmt::print("{}: {}\n", dev.str(), dev.description());
   auto f32 = dtypes::float32;
   for (int64_t n : {256, 512, 1024, 2048}) {

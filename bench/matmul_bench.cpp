@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   for (int64_t i = 0; i < n * n; i++)
     av[i] = static_cast<float>((i * 7) % 5) - 2, bv[i] = static_cast<float>((i * 3) % 7) * 0.5f - 1.5f;
   Tensor a = Tensor(av, {n, n}, dt, device).realize(), b = Tensor(bv, {n, n}, dt, device).realize();
-  Device& dev = tg::device(device);
+  runtime::Device& dev = tg::runtime::device(device);
   Tensor c = a.matmul(b).realize();  // compiles
   dev.synchronize();
   double best = 1e30;

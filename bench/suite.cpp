@@ -216,13 +216,13 @@ void w5() {
   for (int s = 0; s < steps; s++) {
     auto t0 = Clock::now();
     double cpu0 = cpu_seconds();
-    uint64_t compiled0 = tg::runtime_stats().compiled;
+    uint64_t compiled0 = tg::runtime::runtime_stats().compiled;
     float l = step({x, y})[0].item<float>();
     double dt = seconds_since(t0);
     if (s == 0) {
       out("W5.first_step_s", dt);
       out("W5.first_step_cpu_s", cpu_seconds() - cpu0);
-      out("W5.first_step_compiled", static_cast<double>(tg::runtime_stats().compiled - compiled0));
+      out("W5.first_step_compiled", static_cast<double>(tg::runtime::runtime_stats().compiled - compiled0));
     }
     if (s >= 2) best = std::min(best, dt);
     if (s < 2) out(fmt::format("W5.loss{}", s + 1), l);
@@ -274,19 +274,19 @@ void w6() {
     std::vector<Tensor> gs = (y * y).mean().gradient(params);
     std::vector<tg::UOpRef> roots{y.uop()};
     for (Tensor& g : gs) roots.push_back(g.uop());
-    kernels = tg::schedule_uops(roots).size();
+    kernels = tg::engine::schedule_uops(roots).size();
   };
   // The same graph again hits the schedule cache (what a loop rebuilding its step sees); cold is the
   // scheduler itself.
   double s = best_of(reps(6), build);
   out("W6.build_schedule_ms", s * 1e3);
   out("W6.kernels", static_cast<double>(kernels));
-  size_t cache_size = tg::set_schedule_cache_size(0);
+  size_t cache_size = tg::sched::set_schedule_cache_size(0);
   out("W6.build_schedule_cold_ms", best_of(reps(6), build) * 1e3);
   double cpu0 = cpu_seconds();
   for (int i = 0; i < reps(6); i++) build();
   out("W6.build_schedule_cold_cpu_ms", (cpu_seconds() - cpu0) / reps(6) * 1e3);  // the mean, not the best
-  tg::set_schedule_cache_size(cache_size);
+  tg::sched::set_schedule_cache_size(cache_size);
   {  // the values for the check
     Tensor y = blk.forward(x);
     std::vector<Tensor> gs = (y * y).mean().gradient({params[0]});
@@ -298,7 +298,7 @@ void w6() {
   const int n = 1000;
   Tensor t = Tensor(std::vector<float>{0.0f}, {1}).realize();
   t.assign(t + 1.0f).realize();
-  uint64_t launched = tg::runtime_stats().launched;
+  uint64_t launched = tg::runtime::runtime_stats().launched;
   double best = 1e30;
   for (int r = 0; r < reps(3); r++) {
     auto t0 = Clock::now();
@@ -308,7 +308,7 @@ void w6() {
   out("W6.tiny_us", best / n * 1e6);
   out("W6.tiny_updates", 1 + n * reps(3));
   out("W6.tiny_launches_per_op",
-      static_cast<double>(tg::runtime_stats().launched - launched) / (n * static_cast<double>(reps(3))));
+      static_cast<double>(tg::runtime::runtime_stats().launched - launched) / (n * static_cast<double>(reps(3))));
   out("W6.tiny_value", t.item<float>());
 }
 
@@ -428,7 +428,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  fmt::print("device {}\n", tg::default_device_name());
+  fmt::print("device {}\n", tg::engine::default_device_name());
   struct W {
     const char* name;
     void (*run)();

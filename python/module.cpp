@@ -128,7 +128,7 @@ std::shared_ptr<const void> keep_alive(py::object o) {
 Tensor from_array(py::array a, const OptDType& dtype, const OptDev& device) {
   if (!a.dtype().attr("isnative").cast<bool>()) a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
   DType src = from_numpy(a.dtype());
-  std::string d = device ? tg::canonical_device(*device) : tg::default_device_name();
+  std::string d = device ? tg::engine::canonical_device(*device) : tg::engine::default_device_name();
   tg::Shape shape;
   for (py::ssize_t i = 0; i < a.ndim(); i++) shape.push_back(static_cast<int64_t>(a.shape(i)));
   auto address = reinterpret_cast<uintptr_t>(a.data());
@@ -138,9 +138,9 @@ Tensor from_array(py::array a, const OptDType& dtype, const OptDev& device) {
                           {.device = d, .owner = keep_alive(a), .read_only = true});
   } else {
     py::array c = py::array::ensure(a, py::array::c_style);
-    tg::RealizedBuffer b = tg::buffer_from_host(
+    tg::engine::RealizedBuffer b = tg::engine::buffer_from_host(
         d, src, std::span(static_cast<const std::byte*>(c.data()), static_cast<size_t>(c.size()) * src.itemsize()));
-    t = Tensor(tg::realized_view(b.buffer, shape), d, {b.hold});
+    t = Tensor(tg::engine::realized_view(b.buffer, shape), d, {b.hold});
   }
   return dtype && *dtype != src ? t.cast(*dtype) : t;
 }
@@ -224,7 +224,7 @@ std::vector<Tensor> tensor_args(const Tensor& first, const py::args& rest) {
 // once into a new array. The GIL is released for the realize.
 py::array to_numpy_array(const Tensor& t) {
   Tensor r;
-  tg::HostView v;
+  tg::engine::HostView v;
   {
     py::gil_scoped_release g;
     r = t.contiguous();
@@ -244,8 +244,8 @@ py::array to_numpy_array(const Tensor& t) {
   size_t nbytes = static_cast<size_t>(out.size()) * r.dtype().itemsize();
   auto dst = std::span(static_cast<std::byte*>(out.mutable_data()), nbytes);
   py::gil_scoped_release g;
-  if (tg::UOpRef b = tg::realized_buffer(r.uop()); b && !tg::is_symbolic(r.shape())) {
-    tg::copy_to_host(b, dst);
+  if (tg::UOpRef b = tg::engine::realized_buffer(r.uop()); b && !tg::is_symbolic(r.shape())) {
+    tg::engine::copy_to_host(b, dst);
   } else {
     std::vector<std::byte> bytes = r.to_bytes();
     std::copy(bytes.begin(), bytes.end(), dst.begin());
@@ -282,7 +282,7 @@ struct TinyJit {
 tg::env::IntVar& context_var(const std::string& name) {
   for (tg::env::IntVar* v : {&tg::env::DEBUG, &tg::env::BEAM, &tg::env::NOOPT, &tg::env::VIZ, &tg::env::JIT,
                              &tg::env::CACHELEVEL, &tg::env::CONV_IM2COL, &tg::env::SCHEDULE_CACHE,
-                             &tg::IGNORE_BEAM_CACHE})
+                             &tg::runtime::IGNORE_BEAM_CACHE})
     if (v->name() == name) return *v;
   throw tg::ValueError("Context", name + " is not a context variable");
 }
@@ -534,18 +534,18 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
     dt.attr(name) = d;
   dt.def("from_name", [](std::string_view n) { return tg::dtypes::from_name(n); });
 
-  m.def("default_device", &tg::default_device_name);
-  m.def("canonical_device", &tg::canonical_device);
+  m.def("default_device", &tg::engine::default_device_name);
+  m.def("canonical_device", &tg::engine::canonical_device);
 
   py::class_<tg::UOpRef>(m, "UOp")
       .def("__repr__", [](const tg::UOpRef& u) { return tg::print_tree(u); })
       .def_property_readonly("op", [](const tg::UOpRef& u) { return std::string(tg::op_name(u->op())); })
       .def_property_readonly("dtype", [](const tg::UOpRef& u) { return u->dtype(); })
       .def_property_readonly("src", [](const tg::UOpRef& u) { return std::vector<tg::UOpRef>(u->src().begin(), u->src().end()); });
-  py::class_<tg::ScheduleItemView>(m, "ScheduleItem")
-      .def_readonly("ast", &tg::ScheduleItemView::ast)
-      .def_readonly("bufs", &tg::ScheduleItemView::bufs)
-      .def("__repr__", &repr<tg::ScheduleItemView>);
+  py::class_<tg::engine::ScheduleItemView>(m, "ScheduleItem")
+      .def_readonly("ast", &tg::engine::ScheduleItemView::ast)
+      .def_readonly("bufs", &tg::engine::ScheduleItemView::bufs)
+      .def("__repr__", &repr<tg::engine::ScheduleItemView>);
 
   py::class_<tg::sint>(m, "SInt")
       .def("__repr__", &tg::sint::str)

@@ -20,7 +20,7 @@ int demo(Args args) {
     fmt::print(stderr, "tg demo: takes no arguments\n");
     return 2;
   }
-  Device& dev = tg::default_device();
+  runtime::Device& dev = tg::runtime::default_device();
   fmt::print("device: {} ({})\n\n", dev.str(), dev.description());
 
   Tensor x = Tensor::arange(12).reshape({3, 4}).cast(dtypes::float32);
@@ -28,20 +28,20 @@ int demo(Args args) {
   Tensor y = (x.matmul(w) - 2).relu().softmax(-1);
   fmt::print("y = softmax(relu(x @ w - 2), -1) with x = arange(12).reshape(3,4): nothing has run yet\n\n");
 
-  std::vector<ScheduleItemView> schedule = y.schedule();
+  std::vector<engine::ScheduleItemView> schedule = y.schedule();
   fmt::print("schedule: {} kernel{}\n", schedule.size(), schedule.size() == 1 ? "" : "s");
-  for (const ScheduleItemView& si : schedule) {
+  for (const engine::ScheduleItemView& si : schedule) {
     std::cout << si << "\n";
-    LinearProgram prog = lower_kernel(si.ast, dev.caps());
+    codegen::LinearProgram prog = codegen::lower_kernel(si.ast, dev.caps());
     std::vector<const UOp*> uops = prog.view();
     sdk::Blob source;
-    check(dev.renderer().render(prog.name, uops, source), "render", prog.name);
+    runtime::check(dev.renderer().render(prog.name, uops, source), "render", prog.name);
     fmt::print("--- generated source of {} for {} ---\n{}\n", prog.name, dev.name(), source.text());
   }
   std::cout << "result (realized now):\n" << y << "\n";
   // A second run with the same cache folder reads every binary from disk and compiles nothing.
-  RuntimeStats st = runtime_stats();
-  std::string cache = program_disk_cache() ? cache_dir() : "off (CACHELEVEL=0 or unusable)";
+  runtime::RuntimeStats st = runtime::runtime_stats();
+  std::string cache = runtime::program_disk_cache() ? runtime::cache_dir() : "off (CACHELEVEL=0 or unusable)";
   fmt::print(
       "\nruntime: {} kernels launched, {} compiled, {} from the disk cache, {} from memory; disk cache: {}\n",
       st.launched, st.compiled, st.disk_hits, st.memory_hits, cache);

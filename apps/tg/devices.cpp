@@ -30,7 +30,7 @@ int devices(Args args) {
     fmt::print(stderr, "tg devices: takes no arguments\n");
     return 2;
   }
-  Registry& reg = Registry::global();
+  runtime::Registry& reg = runtime::Registry::global();
   // Each probe in a child: a plugin whose probe crashes or hangs is listed with that reason, not fatal.
   reg.probe_all(true);
   fmt::print("libtg: {}\nsearch order: built-in", runtime::libtg_path());
@@ -40,7 +40,7 @@ int devices(Args args) {
   std::string why, selected;
   std::string default_line;
   try {
-    DeviceSpec spec = reg.default_spec(&why);
+    runtime::DeviceSpec spec = reg.default_spec(&why);
     selected = spec.name;
     default_line = fmt::format("default: {} ({})", spec.str(), why);
   } catch (const Error& e) {
@@ -60,7 +60,7 @@ int devices(Args args) {
                !selected.empty() && reg.find(selected) == &c ? '*' : ' ', c.name.empty() ? "-" : c.name, w,
                abi, loaded ? c.version : "-", prio, probe, c.usable ? "ok" : c.reason);
     fmt::print("  {:<{}}  {} ({})\n", "", w, c.path, c.origin);
-    if (std::string targets = compile_targets(c); !targets.empty())
+    if (std::string targets = runtime::compile_targets(c); !targets.empty())
       fmt::print("  {:<{}}  {}: {} (tg-conformance --compile-only --arch ARCH)\n", "", w,
                  c.usable ? "also compiles for" : "cannot run here; compiles for", targets);
   }

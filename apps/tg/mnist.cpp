@@ -126,7 +126,7 @@ std::vector<std::string> devices_flag(const Flags& f, int64_t batch) {
 void place_state(nn::Module& model, const std::vector<std::string>& devices) {
   for (auto& [name, t] : nn::state_dict(model))
     if (devices.empty())
-      t.replace(t.detach().to(default_device_name()));
+      t.replace(t.detach().to(engine::default_device_name()));
     else
       t.shard_(devices);
 }
@@ -147,7 +147,7 @@ int train_mnist(Args args) {
   std::filesystem::path out = f.get("out", "fashion_mnist_cnn.safetensors");
 
   std::vector<std::string> devices = devices_flag(f, batch);
-  fmt::print("device: {}\n", devices.empty() ? tg::default_device().str() : f.get("devices", ""));
+  fmt::print("device: {}\n", devices.empty() ? tg::runtime::default_device().str() : f.get("devices", ""));
   HostData data = load_data(data_flag(f));
   fmt::print("data: {} training and {} test images of Fashion-MNIST\n", data.y_train.size(), data.y_test.size());
 
@@ -233,7 +233,7 @@ int train_data_parallel(dist::Communicator& comm, const Flags& f) {
   if (batch % ranks != 0)
     throw ValueError("train-mnist", fmt::format("--batch {} does not split evenly over {} ranks", batch, ranks));
   bool lead = rank == 0;
-  if (lead) fmt::print("device: {}\ndist: {} ranks over {}, {} images each per step\n", tg::default_device().str(),
+  if (lead) fmt::print("device: {}\ndist: {} ranks over {}, {} images each per step\n", tg::runtime::default_device().str(),
                        ranks, comm.name(), part);
   HostData data = load_data(data_flag(f));
   if (batch > static_cast<int64_t>(data.y_train.size()))

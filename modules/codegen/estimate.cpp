@@ -8,7 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
-namespace tg {
+namespace tg::codegen {
 
 namespace {
 
@@ -115,4 +115,4 @@ Estimate estimate(const LinearProgram& p, std::span<const int64_t> vals,
   return e;
 }
 
-}  // namespace tg
+}  // namespace tg::codegen

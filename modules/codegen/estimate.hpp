@@ -6,7 +6,7 @@
 
 #include "codegen/lower.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
 struct Estimate {
   int64_t ops = 0;  // ALU ops on values, not index math; MULACC counts 2; a vector op counts per lane
@@ -20,4 +20,4 @@ struct Estimate {
 Estimate estimate(const LinearProgram& p, std::span<const int64_t> vals = {},
                   std::span<const int64_t> buf_nbytes = {});
 
-}  // namespace tg
+}  // namespace tg::codegen

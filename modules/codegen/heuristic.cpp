@@ -15,9 +15,9 @@
 #include "codegen/search.hpp"
 #include "uop/symbolic.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
-namespace codegen::heuristic {
+namespace heuristic {
 
 Kernel::Kernel(const UOpRef& ast, const sdk::RendererCaps& caps)
     : ast_(ast), caps_(caps), axes_(kernel_axes(ast)) {
@@ -132,10 +132,10 @@ std::optional<std::vector<Opt>> group_top(const Kernel& k) {
   return std::nullopt;
 }
 
-}  // namespace codegen::heuristic
+}  // namespace heuristic
 
 std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::RendererCaps& caps) {
-  using namespace codegen::heuristic;
+  using namespace heuristic;
   if (auto tc = tensor_core(ast, caps)) return *tc;
   Kernel k(ast, caps);
   Plan p(k);
@@ -152,4 +152,4 @@ std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::Renderer
   return p.opts;
 }
 
-}  // namespace tg
+}  // namespace tg::codegen

@@ -14,7 +14,7 @@
 #include "codegen/lower.hpp"
 #include "codegen/passes.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
 namespace {
 
@@ -248,4 +248,4 @@ class Linearizer {
 
 std::vector<UOpRef> linearize(const UOpRef& sink) { return Linearizer(sink).run(); }
 
-}  // namespace tg
+}  // namespace tg::codegen

@@ -13,7 +13,7 @@
 #include "uop/symbolic.hpp"
 #include "viz/record.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
 namespace {
 
@@ -247,4 +247,4 @@ std::string LinearProgram::str() const {
   return out;
 }
 
-}  // namespace tg
+}  // namespace tg::codegen

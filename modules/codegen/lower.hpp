@@ -14,7 +14,7 @@
 #include "uop/pattern.hpp"
 #include "uop/uop.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
 // One buffer argument of a kernel: DEFINE_GLOBAL(arg=index), in ScheduleItem::bufs order.
 struct BufferArg {
@@ -69,4 +69,4 @@ std::vector<UOpRef> linearize(const UOpRef& sink);
 // "E_4_4" / "r_16_4" from the ranges of a stage-2 AST.
 std::string kernel_name(const UOpRef& ast);
 
-}  // namespace tg
+}  // namespace tg::codegen

@@ -10,7 +10,7 @@
 #include "base/error.hpp"
 #include "codegen/passes.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
 namespace {
 
@@ -347,4 +347,4 @@ UOpRef apply_opts(const UOpRef& ast, std::span<const Opt> opts, const sdk::Rende
   return s->substitute(fin);
 }
 
-}  // namespace tg
+}  // namespace tg::codegen

@@ -11,7 +11,7 @@
 #include "tg/sdk/renderer.hpp"
 #include "uop/uop.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
 enum class OptOps : uint8_t {
   UPCAST,    // an output axis split by arg; the inner part is unrolled: arg outputs (accumulators) per loop
@@ -73,4 +73,4 @@ sdk::TensorCore wmma_core(const IntVec& arg);
 // The hand-coded choice from the kernel's shape and the caps (empty for small kernels).
 std::vector<Opt> hand_coded_optimizations(const UOpRef& ast, const sdk::RendererCaps& caps);
 
-}  // namespace tg
+}  // namespace tg::codegen

@@ -6,7 +6,7 @@
 
 #include "base/error.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
 namespace {
 
@@ -116,4 +116,4 @@ std::optional<std::vector<Opt>> parse_opts(std::string_view text) {
   return out;
 }
 
-}  // namespace tg
+}  // namespace tg::codegen

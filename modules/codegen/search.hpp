@@ -9,7 +9,7 @@
 
 #include "codegen/opts.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
 // Values unrolled per loop trip (the product of UPCAST and UNROLL amounts) a candidate may have.
 inline constexpr int64_t kMaxSearchUpcast = 256;
@@ -33,4 +33,4 @@ bool opts_apply(const UOpRef& ast, std::span<const Opt> opts, const sdk::Rendere
 // opts_str's text ("[UPCAST(axis=1, arg=4), UNROLL(axis=2, arg=4)]") parsed back; nullopt for any other text.
 std::optional<std::vector<Opt>> parse_opts(std::string_view text);
 
-}  // namespace tg
+}  // namespace tg::codegen

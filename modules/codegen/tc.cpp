@@ -13,7 +13,7 @@
 #include "base/error.hpp"
 #include "codegen/opts.hpp"
 
-namespace tg {
+namespace tg::codegen {
 
 namespace {
 
@@ -273,4 +273,4 @@ UOpRef apply_tc(const UOpRef& ast, const Opt& o, std::span<const Opt> after, con
   return UOp::sink({UOp::make(Ops::END, dtypes::void_, end_src)});
 }
 
-}  // namespace tg
+}  // namespace tg::codegen

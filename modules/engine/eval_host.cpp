@@ -13,7 +13,7 @@
 #include "tensor/host_value.hpp"
 #include "uop/scalar.hpp"
 
-namespace tg::host {
+namespace tg::engine {
 
 namespace {
 
@@ -39,7 +39,7 @@ Array make_array(DType d, IntVec shape) {
 }
 
 void set(Array& a, size_t k, ConstValue v) {
-  v = normalize(a.dtype, v);
+  v = host::normalize(a.dtype, v);
   if (a.is_float())
     a.f[k] = std::get<double>(v);
   else
@@ -173,12 +173,12 @@ Array alu(const UOp& u, std::span<const Array* const> s) {
 Array cast(const UOp& u, const Array& a) {
   Array r = make_array(u.dtype(), to_ints(*u.shape()));
   if (u.op() == Ops::CAST) {
-    for (size_t k = 0; k < r.numel(); k++) set(r, k, convert(r.dtype, a.dtype, a.get(k)));
+    for (size_t k = 0; k < r.numel(); k++) set(r, k, host::convert(r.dtype, a.dtype, a.get(k)));
     return r;
   }
   std::vector<std::byte> bytes(a.numel() * a.dtype.itemsize());
-  for (size_t k = 0; k < a.numel(); k++) store(a.dtype, a.get(k), bytes.data() + k * a.dtype.itemsize());
-  for (size_t k = 0; k < r.numel(); k++) set(r, k, load(r.dtype, bytes.data() + k * r.dtype.itemsize()));
+  for (size_t k = 0; k < a.numel(); k++) host::store(a.dtype, a.get(k), bytes.data() + k * a.dtype.itemsize());
+  for (size_t k = 0; k < r.numel(); k++) set(r, k, host::load(r.dtype, bytes.data() + k * r.dtype.itemsize()));
   return r;
 }
 
@@ -222,7 +222,7 @@ class Evaluator {
     size_t isz = u.dtype().itemsize();
     if (st->bytes.size() < r.numel() * isz)
       throw ValueError("eval", "buffer storage is smaller than its BUFFER");
-    for (size_t k = 0; k < r.numel(); k++) set(r, k, load(u.dtype(), st->bytes.data() + k * isz));
+    for (size_t k = 0; k < r.numel(); k++) set(r, k, host::load(u.dtype(), st->bytes.data() + k * isz));
     return r;
   }
 
@@ -247,7 +247,7 @@ class Evaluator {
     std::shared_ptr<Storage> st = lookup_(*view->first);
     size_t isz = st->dtype.itemsize();
     for (size_t k = 0; k < view->second.size(); k++)
-      if (view->second[k] >= 0) store(st->dtype, value.get(k), st->bytes.data() + view->second[k] * isz);
+      if (view->second[k] >= 0) host::store(st->dtype, value.get(k), st->bytes.data() + view->second[k] * isz);
     return value;
   }
 
@@ -284,10 +284,10 @@ std::vector<std::vector<std::byte>> evaluate(std::span<const UOpRef> roots, cons
   for (const UOpRef& r : roots) {
     const Array& a = memo.at(r.get());
     std::vector<std::byte> bytes(a.numel() * a.dtype.itemsize());
-    for (size_t k = 0; k < a.numel(); k++) store(a.dtype, a.get(k), bytes.data() + k * a.dtype.itemsize());
+    for (size_t k = 0; k < a.numel(); k++) host::store(a.dtype, a.get(k), bytes.data() + k * a.dtype.itemsize());
     out.push_back(std::move(bytes));
   }
   return out;
 }
 
-}  // namespace tg::host
+}  // namespace tg::engine

@@ -10,7 +10,7 @@
 
 #include "uop/uop.hpp"
 
-namespace tg::host {
+namespace tg::engine {
 
 // The bytes behind one BUFFER UOp, in its dtype's encoding.
 struct Storage {
@@ -25,4 +25,4 @@ using StorageLookup = std::function<std::shared_ptr<Storage>(const UOp& buffer)>
 // their target's storage as they are evaluated; reads of that buffer elsewhere see the old values.
 std::vector<std::vector<std::byte>> evaluate(std::span<const UOpRef> roots, const StorageLookup& lookup);
 
-}  // namespace tg::host
+}  // namespace tg::engine

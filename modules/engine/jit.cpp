@@ -25,7 +25,7 @@
 #include "tg/sdk/graph.hpp"
 #include "viz/record.hpp"
 
-namespace tg {
+namespace tg::engine {
 
 namespace {
 
@@ -98,10 +98,10 @@ Tensor rebind(const Tensor& t, const Values& values) {
 
 // One captured launch, ready to replay: handles of bound buffers filled in, input arguments patched per call.
 struct Launch {
-  Device* device = nullptr;  // where the program runs
+  runtime::Device* device = nullptr;  // where the program runs
   std::string name;
   std::shared_ptr<sdk::Program> program;  // null for a copy
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<std::shared_ptr<runtime::Buffer>> buffers;
   std::vector<sdk::Handle> handles;
   std::vector<std::pair<size_t, size_t>> input_args;  // (argument, input index)
   std::vector<std::pair<size_t, int64_t>> held_args;  // (argument, buffer id) of buffers tensors hold
@@ -127,28 +127,28 @@ struct Capture {
 
 // What the planner knows of one buffer of the capture.
 struct BufferUse {
-  std::shared_ptr<Buffer> buffer;
+  std::shared_ptr<runtime::Buffer> buffer;
   size_t first = 0, last = 0;
   bool first_written = false, alive = false;
 };
 
 // Intermediates (written before read, held by no tensor after fn returned) get storage shared by
 // lifetime over the launches (share_by_lifetime, per device).
-std::unordered_map<int64_t, std::shared_ptr<Buffer>> plan_intermediates(
+std::unordered_map<int64_t, std::shared_ptr<runtime::Buffer>> plan_intermediates(
     const std::map<int64_t, BufferUse>& uses, JitInfo& info) {
   std::vector<int64_t> ids;
-  std::vector<Lifetime> lifetimes;
-  std::vector<Device*> devices;  // per group
+  std::vector<sched::Lifetime> lifetimes;
+  std::vector<runtime::Device*> devices;  // per group
   for (const auto& [id, u] : uses) {
     if (u.alive || !u.first_written || u.buffer->base()) continue;
-    Device* d = &u.buffer->device();
+    runtime::Device* d = &u.buffer->device();
     size_t g = static_cast<size_t>(std::find(devices.begin(), devices.end(), d) - devices.begin());
     if (g == devices.size()) devices.push_back(d);
     ids.push_back(id), lifetimes.push_back({static_cast<int64_t>(u.buffer->nbytes()), u.first, u.last, g});
     info.intermediates++, info.intermediate_bytes += lifetimes.back().size;
   }
-  SharedStorage shared = share_by_lifetime(lifetimes);
-  std::vector<std::shared_ptr<Buffer>> storage(shared.sizes.size());
+  sched::SharedStorage shared = sched::share_by_lifetime(lifetimes);
+  std::vector<std::shared_ptr<runtime::Buffer>> storage(shared.sizes.size());
   for (size_t s = 0; s < storage.size(); s++) info.planned_bytes += shared.sizes[s];
   // A storage is the captured buffer of its size when it has one (the capture's own realize planned its
   // intermediates, so most have): memory already touched, not a second set of buffers that the first
@@ -156,12 +156,12 @@ std::unordered_map<int64_t, std::shared_ptr<Buffer>> plan_intermediates(
   for (size_t i = 0; i < ids.size(); i++)
     if (size_t s = shared.storage_of[i]; !storage[s] && lifetimes[i].size == shared.sizes[s])
       storage[s] = uses.at(ids[i]).buffer;
-  std::unordered_map<int64_t, std::shared_ptr<Buffer>> placed;
+  std::unordered_map<int64_t, std::shared_ptr<runtime::Buffer>> placed;
   for (size_t i = 0; i < ids.size(); i++) {
     size_t s = shared.storage_of[i];
     if (!storage[s])
       storage[s] =
-          std::make_shared<Buffer>(*devices[lifetimes[i].group], static_cast<size_t>(shared.sizes[s]));
+          std::make_shared<runtime::Buffer>(*devices[lifetimes[i].group], static_cast<size_t>(shared.sizes[s]));
     placed[ids[i]] = storage[s];
   }
   info.planned_buffers = storage.size();
@@ -299,7 +299,7 @@ struct Jit::Impl {
         u.alive = u.alive || !l.holds[a].expired() || input_of.count(l.buffer_ids[a]);
       }
     }
-    std::unordered_map<int64_t, std::shared_ptr<Buffer>> placed = plan_intermediates(uses, c.info);
+    std::unordered_map<int64_t, std::shared_ptr<runtime::Buffer>> placed = plan_intermediates(uses, c.info);
     for (CapturedLaunch& l : log.launches) {
       Launch& r = c.launches.emplace_back();
       r.device = l.buffers.empty() ? nullptr : &l.buffers[0]->device();
@@ -308,7 +308,7 @@ struct Jit::Impl {
       r.written = l.written;
       for (size_t a = 0; a < l.buffer_ids.size(); a++) {
         int64_t id = l.buffer_ids[a];
-        std::shared_ptr<Buffer> b = l.buffers[a];
+        std::shared_ptr<runtime::Buffer> b = l.buffers[a];
         if (auto in = input_of.find(id); in != input_of.end()) {
           r.input_args.emplace_back(a, in->second);
           if (l.written[a]) c.input_written.resize(inputs.size()), c.input_written[in->second] = true;
@@ -339,8 +339,8 @@ struct Jit::Impl {
       return;
     }
     double seconds = 0;
-    check(l.program->launch(l.handles, l.vals, l.dims, true, &seconds), "launch", l.name);
-    count_stat(Stat::launched);
+    runtime::check(l.program->launch(l.handles, l.vals, l.dims, true, &seconds), "launch", l.name);
+    runtime::count_stat(runtime::Stat::launched);
     debug_log(2, "jit    {:<20} {:>10.2f} us", l.name, seconds * 1e6);
   }
 
@@ -348,7 +348,7 @@ struct Jit::Impl {
   // (JIT=2 turns graphs off, as in tinygrad; VIZ times each kernel, so it does too); null when they cannot be.
   static std::unique_ptr<sdk::LaunchGraph> make_graph(Capture& c) {
     if (env::JIT.value() >= 2 || viz::on() || c.launches.empty()) return nullptr;
-    Device* dev = c.launches[0].device;
+    runtime::Device* dev = c.launches[0].device;
     std::vector<sdk::GraphLaunch> list;
     for (const Launch& l : c.launches) {
       if (!l.program || l.device != dev) return nullptr;
@@ -376,7 +376,7 @@ struct Jit::Impl {
     bool moved = false;
     for (Launch& l : c.launches)
       for (auto [a, id] : l.held_args)
-        if (std::shared_ptr<Buffer> b = live_buffer(id, false); b && b != l.buffers[a])
+        if (std::shared_ptr<runtime::Buffer> b = live_buffer(id, false); b && b != l.buffers[a])
           l.buffers[a] = b, l.handles[a] = b->handle(), moved = true;
     if (moved) c.graph.reset(), c.graph_tried = false;
     c.moves = buffer_moves();
@@ -385,7 +385,7 @@ struct Jit::Impl {
   static std::vector<Tensor> replay(Capture& c, std::span<const Tensor> inputs, const Values& values) {
     Timer t;
     if (host_views_alive() || buffer_moves() != c.moves) rebind_moved(c);
-    std::vector<std::shared_ptr<Buffer>> in;
+    std::vector<std::shared_ptr<runtime::Buffer>> in;
     for (size_t i = 0; i < inputs.size(); i++) {
       // an input written in place that is read-only caller memory or shown by a host view moves first
       const Tensor& x = inputs[i];
@@ -405,10 +405,10 @@ struct Jit::Impl {
     if (c.graph) {  // the launches that read inputs or variables get this call's arguments, then one run
       for (size_t k = 0; k < c.launches.size(); k++)
         if (const Launch& l = c.launches[k]; !l.input_args.empty() || !l.vars.empty())
-          check(c.graph->update(k, l.handles, l.vals, l.dims), "launch", l.name);
+          runtime::check(c.graph->update(k, l.handles, l.vals, l.dims), "launch", l.name);
       double seconds = 0;
-      check(c.graph->run(env::DEBUG >= 2, &seconds), "launch", "graph");
-      count_stat(Stat::launched, c.launches.size());
+      runtime::check(c.graph->run(env::DEBUG >= 2, &seconds), "launch", "graph");
+      runtime::count_stat(runtime::Stat::launched, c.launches.size());
       debug_log(2, "jit    graph of {} kernels {:>10.2f} us", c.launches.size(), seconds * 1e6);
     }
     for (Launch& l : c.launches) {
@@ -460,4 +460,4 @@ size_t Jit::captures() const { return impl_->captures.size(); }
 JitInfo Jit::info() const { return impl_->captures.empty() ? JitInfo{} : impl_->captures.back().info; }
 void Jit::reset() { impl_->captures.clear(), impl_->calls = 0; }
 
-}  // namespace tg
+}  // namespace tg::engine

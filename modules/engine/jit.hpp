@@ -25,7 +25,7 @@
 
 #include "tensor/tensor.hpp"
 
-namespace tg {
+namespace tg::engine {
 
 struct JitOptions {
   // Captures kept, one per input signature (shapes, dtypes, devices). With 1, an input that differs from
@@ -68,4 +68,11 @@ class Jit {
 
 inline Jit jit(Jit::Fn fn, JitOptions opts = {}) { return Jit(std::move(fn), opts); }
 
+}  // namespace tg::engine
+
+// The JIT is front-end API (tinygrad exports TinyJit at its top level too): tg::jit, tg::Jit.
+namespace tg {
+using engine::jit;
+using engine::Jit;
+using engine::JitOptions;
 }  // namespace tg

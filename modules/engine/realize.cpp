@@ -38,7 +38,7 @@
 #include "runtime/stats.hpp"
 #include "schedule/schedule.hpp"
 
-namespace tg {
+namespace tg::engine {
 
 namespace {
 
@@ -74,7 +74,7 @@ StorageTable& table() {
 struct DeviceStorage {
   int64_t id = 0;
   DType dtype;
-  std::shared_ptr<Buffer> buf;
+  std::shared_ptr<runtime::Buffer> buf;
   // Memory others see: caller memory given read-only, or bytes a host view shows (the view's hold keeps
   // buf). A kernel or copy that writes the storage first moves it to a private copy (make_writable).
   bool read_only = false;
@@ -99,8 +99,8 @@ std::shared_ptr<DeviceStorage> filled(std::shared_ptr<DeviceStorage> b) {
 std::atomic<int64_t> live_views{0};
 std::atomic<uint64_t> moves{0};  // storages make_writable moved to new memory
 struct ViewHold {
-  std::shared_ptr<Buffer> buf;
-  explicit ViewHold(std::shared_ptr<Buffer> b) : buf(std::move(b)) { live_views++; }
+  std::shared_ptr<runtime::Buffer> buf;
+  explicit ViewHold(std::shared_ptr<runtime::Buffer> b) : buf(std::move(b)) { live_views++; }
   ~ViewHold() { live_views--; }
   ViewHold(const ViewHold&) = delete;
   ViewHold& operator=(const ViewHold&) = delete;
@@ -109,7 +109,7 @@ struct ViewHold {
 // Before a kernel or copy writes s: memory others see stays as it is, and s moves to a copy of it.
 void make_writable(DeviceStorage& s) {
   if (!s.read_only && s.viewed.expired()) return;
-  auto fresh = std::make_shared<Buffer>(s.buf->device(), s.buf->nbytes());
+  auto fresh = std::make_shared<runtime::Buffer>(s.buf->device(), s.buf->nbytes());
   if (const std::byte* p = s.buf->host_address()) {
     fresh->copyin(std::span(p, s.buf->nbytes()));
   } else {
@@ -147,7 +147,7 @@ std::shared_ptr<DeviceStorage> storage_for(const UOp& buffer) {
   auto b = std::make_shared<DeviceStorage>();
   b->id = id, b->dtype = buffer.dtype();
   size_t nbytes = static_cast<size_t>(buffer.arg_as<int64_t>()) * buffer.dtype().itemsize();
-  b->buf = std::make_shared<Buffer>(tg::device(buffer_device(buffer)), nbytes);
+  b->buf = std::make_shared<runtime::Buffer>(tg::runtime::device(buffer_device(buffer)), nbytes);
   table().add(id, b);
   return b;
 }
@@ -163,7 +163,7 @@ std::shared_ptr<DeviceStorage> storage_of(const UOp& buffer) {
 
 RealizedBuffer make_buffer(std::string_view device, DType dtype, int64_t numel,
                            std::span<const std::byte> data) {
-  UOpRef buf = tg::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
+  UOpRef buf = tg::sched::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
   std::shared_ptr<DeviceStorage> b = storage_for(*buf);
   if (!data.empty()) b->buf->copyin(data);
   return {buf, b};
@@ -217,8 +217,8 @@ std::vector<UOpRef> realize_targets(std::span<const UOpRef> roots) {
 // Interned ASTs make the pointer the identity; the entry holds the AST so the pointer cannot be reused.
 struct CompiledKernel {
   UOpRef ast;
-  std::optional<LinearProgram> prog;  // empty when the lowered kernel came from the disk cache
-  LoweredKernel lowered;              // what the launch needs: name, arguments, static launch sizes
+  std::optional<codegen::LinearProgram> prog;  // empty when the lowered kernel came from the disk cache
+  runtime::LoweredKernel lowered;              // what the launch needs: name, arguments, static launch sizes
   bool static_dims = true;            // false: sizes depend on variables, prog computes them per launch
   std::shared_ptr<sdk::Program> program;
   // Where building it went, for the DEBUG=2 line of its first launch (printed there, so in order).
@@ -236,8 +236,8 @@ KernelCache& kernel_cache() {
 }
 
 // What BEAM times a kernel with: its buffers' sizes and the variable values of this realize.
-BeamInputs beam_inputs(const ScheduleItem& si, const VarVals& var_vals) {
-  BeamInputs in;
+runtime::BeamInputs beam_inputs(const sched::ScheduleItem& si, const sched::VarVals& var_vals) {
+  runtime::BeamInputs in;
   for (const UOpRef& b : si.bufs) {
     auto item = static_cast<int64_t>(b->dtype().itemsize());
     in.buf_nbytes.push_back(b->op() == Ops::BUFFER ? b->arg_as<int64_t>() * item : 0);
@@ -260,15 +260,15 @@ std::string code_stamp(const void* addr) {
 
 // The content key of a lowered kernel: the AST's structure (never its address), the device with its
 // renderer, the compiler key, the code that lowers and renders, and the options that change the output.
-std::string lowered_key(Device& dev, const UOpRef& ast, const std::optional<std::vector<Opt>>& opts) {
+std::string lowered_key(runtime::Device& dev, const UOpRef& ast, const std::optional<std::vector<codegen::Opt>>& opts) {
   static const std::string lib = code_stamp(reinterpret_cast<const void*>(&lowered_key));
   // The renderer's type information lives in the binary that implements it.
   const sdk::Renderer& renderer = dev.renderer();
   const void* renderer_code = typeid(renderer).name();
   std::string text = fmt::format("{}|{}|{}|{}|NOOPT={}|BEAM={}|opts=", dev.str(), dev.compiler().cache_key(),
-                                 lib, code_stamp(renderer_code), env::NOOPT.value(), beam_width());
+                                 lib, code_stamp(renderer_code), env::NOOPT.value(), runtime::beam_width());
   if (opts)
-    for (const Opt& o : *opts) text += o.str() + ",";
+    for (const codegen::Opt& o : *opts) text += o.str() + ",";
   const sdk::RendererCaps& c = dev.caps();  // what the heuristic and the decompositions read
   text += fmt::format("|caps={} {} {} {} {} {} {}{}{} {},{},{} {},{},{} {} {} {} {} {} {} {}\n", c.dtypes,
                       c.native_ops[0], c.native_ops[1], c.native_ops[2], c.native_ops[3], c.max_vector_width,
@@ -288,7 +288,7 @@ std::string lowered_key(Device& dev, const UOpRef& ast, const std::optional<std:
   return hash_hex(text);
 }
 
-bool dims_are_static(const LinearProgram& prog) {
+bool dims_are_static(const codegen::LinearProgram& prog) {
   for (int i = 0; i < 3; i++)
     if (!prog.global_size[i]->is_const() || !prog.local_size[i]->is_const()) return false;
   return true;
@@ -297,43 +297,43 @@ bool dims_are_static(const LinearProgram& prog) {
 // AST -> lowered kernel: from the disk cache when this exact kernel was lowered before (any process),
 // else through codegen and the renderer (then stored). DEBUG>=2 always lowers, so its per-launch rates,
 // applied opts (3) and linear uops (6) are there.
-void lower(Device& dev, const ScheduleItem& si, const VarVals& var_vals, CompiledKernel& k) {
+void lower(runtime::Device& dev, const sched::ScheduleItem& si, const sched::VarVals& var_vals, CompiledKernel& k) {
   const UOpRef& ast = si.ast;
   // BEAM's own disk cache makes a repeated search cheap, but the key needs its result: search first.
-  LowerOptions options;
-  if (int width = beam_width(); width > 0 && env::NOOPT == 0)
-    options.opts = beam_search(dev, ast, width, beam_inputs(si, var_vals));
+  codegen::LowerOptions options;
+  if (int width = runtime::beam_width(); width > 0 && env::NOOPT == 0)
+    options.opts = runtime::beam_search(dev, ast, width, beam_inputs(si, var_vals));
   std::string key = lowered_key(dev, ast, options.opts);
-  std::optional<LoweredKernel> hit;
-  if (env::DEBUG < 2) hit = load_lowered(key);
+  std::optional<runtime::LoweredKernel> hit;
+  if (env::DEBUG < 2) hit = runtime::load_lowered(key);
   if (hit) {
-    count_stat(Stat::lowered_disk_hits);
+    runtime::count_stat(runtime::Stat::lowered_disk_hits);
     k.lowered = std::move(*hit);
     return;
   }
   // DEBUG: 3 applied opts and 6 linear uops come from lower_kernel, 5 the AST from the scheduler.
-  k.prog = lower_kernel(ast, dev.caps(), options);
-  count_stat(Stat::lowered);
+  k.prog = codegen::lower_kernel(ast, dev.caps(), options);
+  runtime::count_stat(runtime::Stat::lowered);
   const std::vector<const UOp*> view = k.prog->view();
   sdk::Blob source;
   {
     // Renderers promise nothing about threads; kernels may be lowered on several (AheadBuilder).
     static std::mutex render_mu;
     std::lock_guard lock(render_mu);
-    check(dev.renderer().render(k.prog->name, view, source), "render", k.prog->name);
+    runtime::check(dev.renderer().render(k.prog->name, view, source), "render", k.prog->name);
   }
   debug_log(4, "{}", source.text());
   k.lowered.name = k.prog->name;
   k.lowered.source = std::string(source.text());
-  for (const BufferArg& a : k.prog->bufs) k.lowered.bufs.push_back({a.index, a.written});
+  for (const codegen::BufferArg& a : k.prog->bufs) k.lowered.bufs.push_back({a.index, a.written});
   for (const UOpRef& v : k.prog->vars) k.lowered.vars.push_back(v->arg_as<VarArg>().name);
   k.static_dims = dims_are_static(*k.prog);
   if (!k.static_dims) return;  // sizes over variables need the program: lowered again by each process
   k.lowered.dims = k.prog->launch_dims(std::vector<int64_t>(k.prog->vars.size(), 0));
-  store_lowered(key, k.lowered);
+  runtime::store_lowered(key, k.lowered);
 }
 
-std::string memory_key(Device& dev, const UOpRef& ast) {
+std::string memory_key(runtime::Device& dev, const UOpRef& ast) {
   return fmt::format("{}|{}", dev.str(), static_cast<const void*>(ast.get()));
 }
 
@@ -344,7 +344,7 @@ struct BuiltKernel {
   bool from_disk = false;
 };
 
-BuiltKernel build_kernel(Device& dev, const ScheduleItem& si, const VarVals& var_vals) {
+BuiltKernel build_kernel(runtime::Device& dev, const sched::ScheduleItem& si, const sched::VarVals& var_vals) {
   BuiltKernel b;
   b.kernel = std::make_shared<CompiledKernel>();
   b.kernel->ast = si.ast;
@@ -353,7 +353,7 @@ BuiltKernel build_kernel(Device& dev, const ScheduleItem& si, const VarVals& var
   b.kernel->lower_seconds = t.seconds();
   realize_times.lower += b.kernel->lower_seconds;
   t.reset();
-  b.binary = compile_cached(dev, b.kernel->lowered.source, &b.from_disk);
+  b.binary = runtime::compile_cached(dev, b.kernel->lowered.source, &b.from_disk);
   b.kernel->compile_seconds = t.seconds();
   b.kernel->binary_from_disk = b.from_disk;
   realize_times.compile += b.kernel->compile_seconds;
@@ -361,7 +361,7 @@ BuiltKernel build_kernel(Device& dev, const ScheduleItem& si, const VarVals& var
 }
 
 // Loads a built kernel on the realizing thread and keeps it for the process.
-std::shared_ptr<const CompiledKernel> load_kernel(Device& dev, BuiltKernel b) {
+std::shared_ptr<const CompiledKernel> load_kernel(runtime::Device& dev, BuiltKernel b) {
   Timer t;
   CompiledKernel& k = *b.kernel;
   try {
@@ -370,7 +370,7 @@ std::shared_ptr<const CompiledKernel> load_kernel(Device& dev, BuiltKernel b) {
     if (!b.from_disk) throw;
     // A cached binary this device cannot load (written by an older plugin): compile it again.
     debug_log(1, "warning: {}; compiling {} again", e.what(), k.lowered.name);
-    b.binary = compile_and_store(dev, k.lowered.source);
+    b.binary = runtime::compile_and_store(dev, k.lowered.source);
     k.program = dev.load(k.lowered.name, b.binary.bytes());
   }
   realize_times.compile += t.seconds();
@@ -379,13 +379,13 @@ std::shared_ptr<const CompiledKernel> load_kernel(Device& dev, BuiltKernel b) {
   return cache.kernels.emplace(memory_key(dev, k.ast), std::move(b.kernel)).first->second;
 }
 
-std::shared_ptr<const CompiledKernel> compile_kernel(Device& dev, const ScheduleItem& si,
-                                                     const VarVals& var_vals) {
+std::shared_ptr<const CompiledKernel> compile_kernel(runtime::Device& dev, const sched::ScheduleItem& si,
+                                                     const sched::VarVals& var_vals) {
   KernelCache& cache = kernel_cache();
   {
     std::lock_guard lock(cache.mu);
     if (auto it = cache.kernels.find(memory_key(dev, si.ast)); it != cache.kernels.end()) {
-      count_stat(Stat::memory_hits);
+      runtime::count_stat(runtime::Stat::memory_hits);
       return it->second;
     }
   }
@@ -400,16 +400,16 @@ std::shared_ptr<const CompiledKernel> compile_kernel(Device& dev, const Schedule
 // machine) or DEBUG>=3 (per-kernel output stays in schedule order).
 class AheadBuilder {
  public:
-  AheadBuilder(std::span<const ScheduleItem> items, const VarVals& var_vals)
+  AheadBuilder(std::span<const sched::ScheduleItem> items, const sched::VarVals& var_vals)
       : items_(items), var_vals_(var_vals), slot_(items.size(), -1) {
-    if (beam_width() > 0 || env::DEBUG >= 3) return;
+    if (runtime::beam_width() > 0 || env::DEBUG >= 3) return;
     {
       KernelCache& cache = kernel_cache();
       std::lock_guard lock(cache.mu);
       std::unordered_map<std::string, bool> seen;
       for (size_t i = 0; i < items.size(); i++) {
         if (items[i].is_copy()) continue;
-        Device& dev = tg::device(buffer_device(*items[i].bufs.at(0)));  // the registry is this thread's
+        runtime::Device& dev = tg::runtime::device(buffer_device(*items[i].bufs.at(0)));  // the registry is this thread's
         std::string key = memory_key(dev, items[i].ast);
         if (!cache.kernels.contains(key) && seen.emplace(key, true).second) {
           slot_[i] = static_cast<int>(todo_.size());
@@ -467,11 +467,11 @@ class AheadBuilder {
     return true;
   }
 
-  std::span<const ScheduleItem> items_;
-  const VarVals& var_vals_;
+  std::span<const sched::ScheduleItem> items_;
+  const sched::VarVals& var_vals_;
   std::vector<int> slot_;  // item -> its index in todo_, -1 when left to run_kernel
   std::vector<size_t> todo_;
-  std::vector<Device*> devs_;
+  std::vector<runtime::Device*> devs_;
   std::vector<std::optional<BuiltKernel>> built_;
   std::unique_ptr<std::atomic<bool>[]> done_;
   std::atomic<size_t> next_{0};
@@ -482,13 +482,13 @@ class AheadBuilder {
 };
 
 // A kernel read from the lowered-kernel cache has no program to estimate from: its line has no rates.
-void log_launch(Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d, std::span<const int64_t> vals,
+void log_launch(runtime::Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d, std::span<const int64_t> vals,
                 std::span<const int64_t> nbytes, double seconds) {
   std::string line =
       fmt::format("{:<6} {:<20} g[{},{},{}] l[{},{},{}] {:>10.2f} us", dev.name(), k.lowered.name,
                   d.global[0], d.global[1], d.global[2], d.local[0], d.local[1], d.local[2], seconds * 1e6);
   if (k.prog) {
-    Estimate e = estimate(*k.prog, vals, nbytes);
+    codegen::Estimate e = estimate(*k.prog, vals, nbytes);
     double s = std::max(seconds, 1e-9);
     line += fmt::format(" {:>9.3f} GFLOPS {:>8.3f} GB/s", static_cast<double>(e.ops) / s * 1e-9,
                         static_cast<double>(e.bytes) / s * 1e-9);
@@ -499,16 +499,16 @@ void log_launch(Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d, 
   debug_log(2, "{}", line);
 }
 
-void run_kernel(const ScheduleItem& si, const VarVals& var_vals, Keep& keep,
+void run_kernel(const sched::ScheduleItem& si, const sched::VarVals& var_vals, Keep& keep,
                 std::shared_ptr<const CompiledKernel> k) {
-  Device& dev = tg::device(buffer_device(*si.bufs.at(0)));
+  runtime::Device& dev = tg::runtime::device(buffer_device(*si.bufs.at(0)));
   if (!k) k = compile_kernel(dev, si, var_vals);
-  const LoweredKernel& prog = k->lowered;
+  const runtime::LoweredKernel& prog = k->lowered;
   std::vector<sdk::Handle> handles;
   std::vector<int64_t> nbytes;
   CapturedLaunch* rec = active_capture ? &active_capture->launches.emplace_back() : nullptr;
   if (rec) rec->name = prog.name, rec->program = k->program;
-  for (const LoweredKernel::Buf& a : prog.bufs) {
+  for (const runtime::LoweredKernel::Buf& a : prog.bufs) {
     std::shared_ptr<DeviceStorage> s = storage_for(*si.bufs.at(static_cast<size_t>(a.index)));
     if (a.written) make_writable(*s);
     handles.push_back(s->buf->handle());
@@ -533,13 +533,13 @@ void run_kernel(const ScheduleItem& si, const VarVals& var_vals, Keep& keep,
     if (!k->static_dims) rec->dims_at = [k](std::span<const int64_t> v) { return k->prog->launch_dims(v); };
   }
   Timer t;
-  check(k->program->launch(handles, vals, dims, true, &seconds), "launch", prog.name);
+  runtime::check(k->program->launch(handles, vals, dims, true, &seconds), "launch", prog.name);
   realize_times.run += t.seconds();
-  count_stat(Stat::launched);
+  runtime::count_stat(runtime::Stat::launched);
   if (env::DEBUG >= 2) log_launch(dev, *k, dims, vals, nbytes, seconds);
 }
 
-void run_copy(const ScheduleItem& si, Keep& keep) {
+void run_copy(const sched::ScheduleItem& si, Keep& keep) {
   std::shared_ptr<DeviceStorage> dst = storage_for(*si.bufs.at(0)), src = storage_of(*si.bufs.at(1));
   make_writable(*dst);
   // The source may be a longer buffer whose prefix is the value (a contiguous view of its first elements,
@@ -559,7 +559,7 @@ void run_copy(const ScheduleItem& si, Keep& keep) {
 }  // namespace
 
 std::ostream& operator<<(std::ostream& os, const ScheduleItemView& si) {
-  return os << ScheduleItem{si.ast, si.bufs}.str();
+  return os << sched::ScheduleItem{si.ast, si.bufs}.str();
 }
 
 std::string canonical_device(std::string_view spec) {
@@ -578,7 +578,7 @@ std::string canonical_device(std::string_view spec) {
 }
 
 std::string default_device_name() {
-  Device& d = tg::default_device();
+  runtime::Device& d = tg::runtime::default_device();
   return d.index() == 0 ? d.name() : d.str();
 }
 
@@ -597,15 +597,15 @@ RealizedBuffer buffer_empty(std::string_view device, DType dtype, int64_t numel)
 RealizedBuffer buffer_over_host(std::string_view device, DType dtype, int64_t numel, void* data,
                                 std::shared_ptr<const void> owner, bool read_only) {
   if (numel < 0) throw ValueError("buffer", fmt::format("negative element count {}", numel));
-  UOpRef buf = tg::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
-  Device& dev = tg::device(device);
+  UOpRef buf = tg::sched::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
+  runtime::Device& dev = tg::runtime::device(device);
   size_t nbytes = static_cast<size_t>(numel) * dtype.itemsize();
   auto b = std::make_shared<DeviceStorage>();
   b->id = buffer_id(*buf), b->dtype = dtype;
-  if ((b->buf = Buffer::wrap_host(dev, data, nbytes, owner))) {
+  if ((b->buf = runtime::Buffer::wrap_host(dev, data, nbytes, owner))) {
     b->read_only = read_only;
   } else {
-    b->buf = std::make_shared<Buffer>(dev, nbytes);
+    b->buf = std::make_shared<runtime::Buffer>(dev, nbytes);
     b->fill_from = static_cast<const std::byte*>(data), b->fill_owner = std::move(owner);
   }
   table().add(b->id, b);
@@ -628,7 +628,7 @@ HostView host_view(const UOpRef& buffer) {
 UOpRef realized_view(const UOpRef& buffer, const Shape& shape) {
   // always RESHAPE(BUFFER) for concrete shapes, also when the shapes agree: the form tensors are read by
   if (!is_symbolic(shape)) return UOp::make(Ops::RESHAPE, buffer->dtype(), {buffer}, shape);
-  return buffer_view(buffer, shape);
+  return sched::buffer_view(buffer, shape);
 }
 
 UOpRef realized_buffer(const UOpRef& view) {
@@ -638,16 +638,16 @@ UOpRef realized_buffer(const UOpRef& view) {
 
 std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
   std::vector<UOpRef> targets = realize_targets(roots);
-  BecomesMap becomes;
-  VarVals var_vals;
+  sched::BecomesMap becomes;
+  sched::VarVals var_vals;
   Keep keep;
   if (!targets.empty()) {
     Timer t;
-    RuntimeStats before = runtime_stats();
+    runtime::RuntimeStats before = runtime::runtime_stats();
     realize_times = {};
-    std::vector<ScheduleItem> items = create_schedule(UOp::sink(targets), becomes, &var_vals);
+    std::vector<sched::ScheduleItem> items = sched::create_schedule(UOp::sink(targets), becomes, &var_vals);
     realize_times.schedule = t.seconds();
-    count_stat(Stat::scheduled);
+    runtime::count_stat(runtime::Stat::scheduled);
     // The buffers this schedule made for intermediates share storage by lifetime, and each is let go
     // after the last item that uses it: the allocator's cache hands its memory to the next buffer of that
     // size. Fresh memory costs a page fault per 4 KiB on first touch. Outputs stay.
@@ -656,10 +656,10 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
       if (auto it = becomes.find(target); it != becomes.end())
         for (const UOp* n : it->second->toposort())
           if (n->op() == Ops::BUFFER) outputs.insert(buffer_id(*n));
-    MemoryPlan plan = plan_memory(items, [&](const UOp& b) {
+    sched::MemoryPlan plan = sched::plan_memory(items, [&](const UOp& b) {
       return !outputs.contains(buffer_id(b)) && table().find(buffer_id(b)) == nullptr;
     });
-    apply_memory_plan(items, plan);
+    sched::apply_memory_plan(items, plan);
     std::unordered_map<int64_t, size_t> last_use;
     for (size_t i = 0; i < items.size(); i++)
       for (const UOpRef& b : items[i].bufs) last_use[buffer_id(*b)] = i;
@@ -672,7 +672,7 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
       }
     }
     if (env::DEBUG >= 1) {
-      RuntimeStats after = runtime_stats();
+      runtime::RuntimeStats after = runtime::runtime_stats();
       const RealizeTimes& r = realize_times;
       debug_log(1,
                 "realized {} kernel{} ({} compiled, {} lowered, {} lowered from disk) in {:.3f} ms: schedule "
@@ -699,9 +699,9 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
       continue;
     }
     // Folded constants (and anything else without a buffer) are small: evaluate them on the host.
-    auto lookup = [](const UOp& b) -> std::shared_ptr<host::Storage> {
+    auto lookup = [](const UOp& b) -> std::shared_ptr<Storage> {
       if (active_capture) active_capture->host_reads.push_back("a value computed on the host");
-      auto s = std::make_shared<host::Storage>();
+      auto s = std::make_shared<Storage>();
       std::shared_ptr<DeviceStorage> d = storage_of(b);
       s->dtype = d->dtype;
       s->bytes.resize(d->buf->nbytes());
@@ -709,7 +709,7 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
       return s;
     };
     const UOpRef src = value ? value->ref() : r;
-    std::vector<std::vector<std::byte>> bytes = host::evaluate(std::span(&src, 1), lookup);
+    std::vector<std::vector<std::byte>> bytes = evaluate(std::span(&src, 1), lookup);
     out.push_back(make_buffer(device_of(*r), r->dtype(),
                               static_cast<int64_t>(bytes[0].size() / r->dtype().itemsize()), bytes[0]));
   }
@@ -729,12 +729,12 @@ void copy_to_host(const UOpRef& buffer, std::span<std::byte> dst) {
 CaptureScope::CaptureScope(CaptureLog& log) : prev_(active_capture) { active_capture = &log; }
 CaptureScope::~CaptureScope() { active_capture = prev_; }
 
-std::shared_ptr<Buffer> device_buffer(const UOpRef& buffer) { return storage_of(*buffer)->buf; }
+std::shared_ptr<runtime::Buffer> device_buffer(const UOpRef& buffer) { return storage_of(*buffer)->buf; }
 
 bool host_views_alive() { return live_views.load() > 0; }
 uint64_t buffer_moves() { return moves.load(); }
 
-std::shared_ptr<Buffer> live_buffer(int64_t id, bool for_write) {
+std::shared_ptr<runtime::Buffer> live_buffer(int64_t id, bool for_write) {
   std::shared_ptr<DeviceStorage> s = table().find(id);
   if (!s) return nullptr;
   if (for_write) make_writable(*s);
@@ -745,9 +745,9 @@ std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef> roots) {
   std::vector<UOpRef> targets = realize_targets(roots);
   std::vector<ScheduleItemView> out;
   if (targets.empty()) return out;
-  BecomesMap becomes;
-  for (ScheduleItem& si : create_schedule(UOp::sink(targets), becomes)) out.push_back({si.ast, si.bufs});
+  sched::BecomesMap becomes;
+  for (sched::ScheduleItem& si : sched::create_schedule(UOp::sink(targets), becomes)) out.push_back({si.ast, si.bufs});
   return out;
 }
 
-}  // namespace tg
+}  // namespace tg::engine

@@ -11,8 +11,8 @@ namespace tg::nn::detail {
 
 inline Tensor tensor_from_bytes(std::span<const std::byte> bytes, DType dtype, const Shape& shape,
                                 std::string_view device) {
-  std::string dev = device.empty() ? default_device_name() : canonical_device(device);
-  RealizedBuffer rb = buffer_from_host(dev, dtype, bytes);
+  std::string dev = device.empty() ? engine::default_device_name() : engine::canonical_device(device);
+  engine::RealizedBuffer rb = engine::buffer_from_host(dev, dtype, bytes);
   return Tensor(UOp::make(Ops::RESHAPE, dtype, {rb.buffer}, shape), dev, {rb.hold});
 }
 

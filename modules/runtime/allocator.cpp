@@ -8,7 +8,7 @@
 #include "base/error.hpp"
 #include "runtime/check.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 LruAllocator::LruAllocator(sdk::Allocator& raw, std::string name, size_t cache_limit)
     : raw_(raw), name_(std::move(name)), limit_(cache_limit) {}
@@ -122,4 +122,4 @@ void LruAllocator::reset_peak() {
   peak_ = in_use_;
 }
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -12,7 +12,7 @@
 
 #include "tg/sdk/allocator.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 class LruAllocator {
  public:
@@ -64,4 +64,4 @@ class LruAllocator {
   size_t cached_ = 0, in_use_ = 0, peak_ = 0;
 };
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -24,7 +24,7 @@
 #include "runtime/stats.hpp"
 #include "uop/symbolic.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 namespace {
 
@@ -38,8 +38,8 @@ constexpr size_t kMaxUops = 3000;      // larger candidates take long to compile
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 struct Candidate {
-  std::vector<Opt> opts;
-  LinearProgram prog;
+  std::vector<codegen::Opt> opts;
+  codegen::LinearProgram prog;
   std::string source;
   sdk::Blob binary;
   bool ok = false;  // lowered, rendered and compiled
@@ -107,7 +107,7 @@ class Search {
   Search(Device& dev, const UOpRef& ast, const BeamInputs& in)
       : dev_(dev), caps_(dev.caps()), ast_(ast), in_(in) {
     sym_ = graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"});
-    name_ = kernel_name(sym_);
+    name_ = codegen::kernel_name(sym_);
   }
 
   int tried() const { return tried_; }
@@ -119,14 +119,14 @@ class Search {
     std::vector<Candidate> fresh;
     for (Candidate& c : cands) {
       try {
-        c.prog = lower_kernel(ast_, caps_, {.name = name_, .opts = c.opts});
+        c.prog = codegen::lower_kernel(ast_, caps_, {.name = name_, .opts = c.opts});
         if (c.prog.uops.size() > max_uops) continue;
         const std::vector<const UOp*> view = c.prog.view();
         sdk::Blob src;
         check(dev_.renderer().render(c.prog.name, view, src), "render", c.prog.name);
         c.source = std::string(src.text());
       } catch (const std::exception& e) {
-        debug_log(5, "BEAM {} {}: {}", name_, opts_str(c.opts), e.what());
+        debug_log(5, "BEAM {} {}: {}", name_, codegen::opts_str(c.opts), e.what());
         continue;
       }
       if (seen_.insert(c.source).second) fresh.push_back(std::move(c));
@@ -140,7 +140,7 @@ class Search {
           cands[i].ok = true;
           count_stat(Stat::compiled);
         } catch (const std::exception& e) {
-          debug_log(5, "BEAM {} {}: {}", name_, opts_str(cands[i].opts), e.what());
+          debug_log(5, "BEAM {} {}: {}", name_, codegen::opts_str(cands[i].opts), e.what());
         }
       }
     };
@@ -165,7 +165,7 @@ class Search {
       tried_++;
       if (!check_output(c.prog)) {
         debug_log(2, "BEAM {} {}: output differs from the heuristic kernel, dropped", name_,
-                  opts_str(c.opts));
+                  codegen::opts_str(c.opts));
         return;
       }
       c.seconds = first;
@@ -177,14 +177,14 @@ class Search {
       }
     } catch (const Error& e) {
       c.seconds = kInf;
-      debug_log(5, "BEAM {} {}: {}", name_, opts_str(c.opts), e.what());
+      debug_log(5, "BEAM {} {}: {}", name_, codegen::opts_str(c.opts), e.what());
     }
   }
 
   bool has_reference() const { return have_reference_; }
 
  private:
-  Buffer& buffer(const BufferArg& a) {
+  Buffer& buffer(const codegen::BufferArg& a) {
     auto i = static_cast<size_t>(a.index);
     if (bufs_.size() <= i) bufs_.resize(i + 1), init_.resize(i + 1), dtypes_.resize(i + 1);
     if (!bufs_[i]) {
@@ -200,9 +200,9 @@ class Search {
   }
 
   // Every buffer of p back to its initial scratch contents (a kernel may write its inputs).
-  std::vector<sdk::Handle> prepare(const LinearProgram& p) {
+  std::vector<sdk::Handle> prepare(const codegen::LinearProgram& p) {
     std::vector<sdk::Handle> handles;
-    for (const BufferArg& a : p.bufs) {
+    for (const codegen::BufferArg& a : p.bufs) {
       Buffer& b = buffer(a);
       b.copyin(init_[static_cast<size_t>(a.index)]);
       handles.push_back(b.handle());
@@ -210,7 +210,7 @@ class Search {
     return handles;
   }
 
-  std::vector<int64_t> values(const LinearProgram& p) const {
+  std::vector<int64_t> values(const codegen::LinearProgram& p) const {
     std::vector<int64_t> vals;
     for (const UOpRef& v : p.vars) {
       const std::string& n = v->arg_as<VarArg>().name;
@@ -223,9 +223,9 @@ class Search {
     return vals;
   }
 
-  bool check_output(const LinearProgram& p) {
+  bool check_output(const codegen::LinearProgram& p) {
     bool first = !have_reference_;
-    for (const BufferArg& a : p.bufs) {
+    for (const codegen::BufferArg& a : p.bufs) {
       if (!a.written) continue;
       auto i = static_cast<size_t>(a.index);
       std::vector<std::byte> out(bufs_[i]->nbytes());
@@ -254,32 +254,32 @@ class Search {
   int tried_ = 0;
 };
 
-std::vector<Opt> run_search(Device& dev, const UOpRef& ast, int width, const BeamInputs& in) {
+std::vector<codegen::Opt> run_search(Device& dev, const UOpRef& ast, int width, const BeamInputs& in) {
   Timer timer;
   Search s(dev, ast, in);
   // Round 0: the heuristic's choice (no opts when it chooses none) gives the reference output and the start
   // of the beam. The search only extends it: on a CPU, one launch of a big kernel without opts takes seconds
   // (13 s for a 1024 matmul here), and timing every such candidate made a search take many minutes.
   std::vector<Candidate> start(1);
-  start[0].opts = choose_opts(ast, dev.caps());
+  start[0].opts = codegen::choose_opts(ast, dev.caps());
   s.build(start, std::numeric_limits<size_t>::max());
   if (start.empty() || !start[0].ok)
     throw CompileError("BEAM", fmt::format("{}: the kernel with the heuristic's opts {} does not compile",
-                                           kernel_name(s.sym()), opts_str(start.empty() ? std::vector<Opt>{}
+                                           codegen::kernel_name(s.sym()), codegen::opts_str(start.empty() ? std::vector<codegen::Opt>{}
                                                                                         : start[0].opts)));
   s.time(start[0], kInf);
   if (!s.has_reference())
     throw DeviceError("BEAM", fmt::format("{}: the kernel with the heuristic's opts does not run",
-                                          kernel_name(s.sym())));
+                                          codegen::kernel_name(s.sym())));
   double heuristic = start[0].seconds;
 
   Candidate best;  // the heuristic's opts and time until a round beats them (then ok: built and timed)
   best.opts = start[0].opts, best.seconds = start[0].seconds;
-  std::vector<std::vector<Opt>> beam{best.opts};
+  std::vector<std::vector<codegen::Opt>> beam{best.opts};
   for (int round = 0; round < kMaxRounds; round++) {
     std::vector<Candidate> cands;
-    for (const std::vector<Opt>& base : beam)
-      for (std::vector<Opt>& opts : search_expand(s.sym(), base, dev.caps())) {
+    for (const std::vector<codegen::Opt>& base : beam)
+      for (std::vector<codegen::Opt>& opts : codegen::search_expand(s.sym(), base, dev.caps())) {
         cands.emplace_back();
         cands.back().opts = std::move(opts);
       }
@@ -306,8 +306,8 @@ std::vector<Opt> run_search(Device& dev, const UOpRef& ast, int width, const Bea
   }
   debug_log(2,
             "BEAM{} {:<24} {} candidates in {:.2f} s: {:.2f} us (heuristic {:.2f} us) {}", width,
-            kernel_name(s.sym()), s.tried(), timer.seconds(), best.seconds * 1e6, heuristic * 1e6,
-            opts_str(best.opts));
+            codegen::kernel_name(s.sym()), s.tried(), timer.seconds(), best.seconds * 1e6, heuristic * 1e6,
+            codegen::opts_str(best.opts));
   return best.opts;
 }
 
@@ -327,10 +327,10 @@ int beam_width() {
 
 env::IntVar IGNORE_BEAM_CACHE{"IGNORE_BEAM_CACHE"};
 
-std::vector<Opt> beam_search(Device& dev, const UOpRef& ast, int width, const BeamInputs& in) {
+std::vector<codegen::Opt> beam_search(Device& dev, const UOpRef& ast, int width, const BeamInputs& in) {
   if (width <= 0) throw ValueError("BEAM", fmt::format("beam width {} must be positive", width));
   // The kernel's identity in the cache is its source without opts.
-  LinearProgram plain = lower_kernel(ast, dev.caps(), {.opts = std::vector<Opt>{}});
+  codegen::LinearProgram plain = codegen::lower_kernel(ast, dev.caps(), {.opts = std::vector<codegen::Opt>{}});
   const std::vector<const UOp*> view = plain.view();
   sdk::Blob source;
   check(dev.renderer().render(plain.name, view, source), "render", plain.name);
@@ -341,7 +341,7 @@ std::vector<Opt> beam_search(Device& dev, const UOpRef& ast, int width, const Be
       if (auto bytes = cache->get(key, source.text())) {
         std::string text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
         UOpRef sym = graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"});
-        if (auto opts = parse_opts(text); opts && opts_apply(sym, *opts, dev.caps())) {
+        if (auto opts = codegen::parse_opts(text); opts && codegen::opts_apply(sym, *opts, dev.caps())) {
           count_stat(Stat::beam_cache_hits);
           debug_log(2, "BEAM{} {:<24} cached {}", width, plain.name, text);
           return *opts;
@@ -355,16 +355,16 @@ std::vector<Opt> beam_search(Device& dev, const UOpRef& ast, int width, const Be
     }
   }
   count_stat(Stat::beam_searched);
-  std::vector<Opt> opts;
+  std::vector<codegen::Opt> opts;
   try {
     opts = run_search(dev, ast, width, in);
   } catch (const Error& e) {
     // Nothing to compare with (e.g. a buffer of unknown size): the heuristic's choice, not cached.
     debug_log(1, "warning: BEAM cannot search {}, using the heuristic: {}", plain.name, e.what());
-    return choose_opts(ast, dev.caps());
+    return codegen::choose_opts(ast, dev.caps());
   }
   if (cache != nullptr) {
-    std::string text = opts_str(opts);
+    std::string text = codegen::opts_str(opts);
     try {
       cache->put(key, source.text(), std::as_bytes(std::span(text.data(), text.size())));
     } catch (const std::exception& e) {
@@ -374,4 +374,4 @@ std::vector<Opt> beam_search(Device& dev, const UOpRef& ast, int width, const Be
   return opts;
 }
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -9,7 +9,7 @@
 #include "base/env.hpp"
 #include "codegen/opts.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 class Device;
 
@@ -34,6 +34,6 @@ extern env::IntVar IGNORE_BEAM_CACHE;
 // candidates in parallel, times each (min of up to 3 launches) on scratch buffers, drops those whose output
 // differs from the reference, and keeps the `width` fastest; it stops when a round gains less than 2% or
 // after 8 rounds. So the result is never slower than the heuristic's choice as measured.
-std::vector<Opt> beam_search(Device& dev, const UOpRef& ast, int width, const BeamInputs& in);
+std::vector<codegen::Opt> beam_search(Device& dev, const UOpRef& ast, int width, const BeamInputs& in);
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -8,7 +8,7 @@
 #include "runtime/check.hpp"
 #include "tg/sdk/foreign_memory.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 Buffer::Buffer(Device& device, size_t nbytes, sdk::AllocOptions opts)
     : device_(device), nbytes_(nbytes), opts_(opts) {}
@@ -75,4 +75,4 @@ void Buffer::copyout(std::span<std::byte> dst) {
   device_.allocator().copyout(dst, handle());
 }
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -7,7 +7,7 @@
 
 #include "runtime/device.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 class Buffer {
  public:
@@ -47,4 +47,4 @@ class Buffer {
   std::shared_ptr<const void> owner_;  // keeps foreign memory alive
 };
 
-}  // namespace tg
+}  // namespace tg::runtime

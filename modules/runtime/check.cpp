@@ -6,7 +6,7 @@
 
 #include "base/error.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 void throw_status(const sdk::Status& s, std::string_view op, std::string_view context) {
   std::string msg =
@@ -28,4 +28,4 @@ void throw_status(const sdk::Status& s, std::string_view op, std::string_view co
   throw DeviceError(op, msg);
 }
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -5,7 +5,7 @@
 
 #include "tg/sdk/status.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 // Throws "[op] context: message" with the Error subclass for s.code().
 [[noreturn]] void throw_status(const sdk::Status& s, std::string_view op, std::string_view context);
@@ -14,4 +14,4 @@ inline void check(const sdk::Status& s, std::string_view op, std::string_view co
   if (!s.ok()) throw_status(s, op, context);
 }
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -14,7 +14,7 @@
 #include "runtime/check.hpp"
 #include "viz/record.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 DeviceSpec DeviceSpec::parse(std::string_view spec) {
   std::vector<std::string_view> parts;
@@ -89,4 +89,4 @@ std::unique_ptr<sdk::Program> Device::load(std::string_view kernel, std::span<co
 
 void Device::synchronize() { check(impl_->synchronize(), "synchronize", str()); }
 
-}  // namespace tg
+}  // namespace tg::runtime

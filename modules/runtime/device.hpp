@@ -10,7 +10,7 @@
 #include "runtime/allocator.hpp"
 #include "tg/sdk/device.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 // DEV=NAME[:index][:renderer[:arch]], e.g. "CLANG", "CUDA:1", "CUDA:1:ptx:sm_80"; empty fields are errors.
 // renderer and arch are kept for the code generator.
@@ -51,4 +51,4 @@ class Device {
   std::unique_ptr<LruAllocator> allocator_;  // declared after impl_: flushed before the plugin device dies
 };
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -21,7 +21,7 @@
 #include "runtime/stats.hpp"
 #include "viz/record.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 namespace {
 
@@ -255,4 +255,4 @@ sdk::Blob compile_cached(Device& dev, std::string_view source, bool* from_disk) 
   return b;
 }
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -19,7 +19,7 @@
 
 struct sqlite3;
 
-namespace tg {
+namespace tg::runtime {
 
 class Device;
 
@@ -74,4 +74,4 @@ sdk::Blob compile_cached(Device& dev, std::string_view source, bool* from_disk =
 // Compiles without looking and stores the result: for a cached binary the device could not load.
 sdk::Blob compile_and_store(Device& dev, std::string_view source);
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -12,7 +12,7 @@
 #include "runtime/disk_cache.hpp"
 #include "viz/record.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 namespace {
 
@@ -130,4 +130,4 @@ void store_lowered(std::string_view key, const LoweredKernel& k) {
 
 uint64_t corrupt_lowered_records() { return corrupt_count().load(std::memory_order_relaxed); }
 
-}  // namespace tg
+}  // namespace tg::runtime

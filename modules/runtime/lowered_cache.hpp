@@ -9,7 +9,7 @@
 
 #include "tg/sdk/program.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 struct LoweredKernel {
   struct Buf {
@@ -45,4 +45,4 @@ void store_lowered(std::string_view key, const LoweredKernel& k);
 // Counts of corrupt records seen by load_lowered in this process (for tests and DEBUG).
 uint64_t corrupt_lowered_records();
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -13,7 +13,7 @@
 #include "base/log.hpp"
 #include "tg/sdk/spec_fields.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 namespace {
 bool lists(std::string_view names, std::string_view name) {
@@ -270,4 +270,4 @@ Device& Registry::open_compile_only(std::string_view name, std::string_view arch
 Device& device(std::string_view spec) { return Registry::global().device(spec); }
 Device& default_device() { return Registry::global().default_device(); }
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -15,7 +15,7 @@
 #include "runtime/device.hpp"
 #include "runtime/loader.hpp"
 
-namespace tg {
+namespace tg::runtime {
 
 // One file or built-in that discovery looked at, usable or not.
 struct Candidate {
@@ -104,4 +104,4 @@ class Registry {
 Device& device(std::string_view spec);
 Device& default_device();
 
-}  // namespace tg
+}  // namespace tg::runtime

@@ -4,7 +4,7 @@
 #include <array>
 #include <atomic>
 
-namespace tg {
+namespace tg::runtime {
 
 namespace {
 constexpr size_t kStats = static_cast<size_t>(Stat::lowered_disk_hits) + 1;
@@ -29,4 +29,4 @@ void reset_runtime_stats() {
   for (auto& c : counters()) c.store(0, std::memory_order_relaxed);
 }
 
-}  // namespace tg
+}  // namespace tg::runtime

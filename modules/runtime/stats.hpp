@@ -4,7 +4,7 @@
 // DEBUG output and tests read them; `runtime_stats()` is a consistent-enough snapshot.
 #include <cstdint>
 
-namespace tg {
+namespace tg::runtime {
 
 struct RuntimeStats {
   uint64_t compiled = 0;     // sources the device compiler turned into binaries
@@ -34,4 +34,4 @@ RuntimeStats runtime_stats();
 void count_stat(Stat s, uint64_t n = 1);
 void reset_runtime_stats();
 
-}  // namespace tg
+}  // namespace tg::runtime

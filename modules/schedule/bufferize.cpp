@@ -361,10 +361,6 @@ RealizeInfo decide_realize(const UOpRef& sink, const NodeSet& forced) {
   return info;
 }
 
-}  // namespace tg::sched
-
-namespace tg {
-
 UOpRef buffer_view(const UOpRef& buffer, const Shape& shape) {
   sint n = sched::prod(shape);
   if (n.is_number() || buffer->arg_as<int64_t>() < n.max()) return sched::reshape(buffer, shape);
@@ -372,4 +368,4 @@ UOpRef buffer_view(const UOpRef& buffer, const Shape& shape) {
   return UOp::make(Ops::RESHAPE, buffer->dtype(), {prefix}, shape);
 }
 
-}  // namespace tg
+}  // namespace tg::sched

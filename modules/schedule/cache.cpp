@@ -10,7 +10,7 @@
 #include "base/log.hpp"
 #include "schedule/passes.hpp"
 
-namespace tg {
+namespace tg::sched {
 
 namespace {
 
@@ -152,4 +152,4 @@ std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& become
   return items;
 }
 
-}  // namespace tg
+}  // namespace tg::sched

@@ -7,7 +7,7 @@
 #include "schedule/schedule.hpp"
 #include "uop/print.hpp"
 
-namespace tg {
+namespace tg::sched {
 
 namespace {
 
@@ -50,4 +50,4 @@ std::string ScheduleItem::str() const {
 
 std::ostream& operator<<(std::ostream& os, const ScheduleItem& si) { return os << si.str(); }
 
-}  // namespace tg
+}  // namespace tg::sched

@@ -6,7 +6,7 @@
 #include "schedule/passes.hpp"
 #include "viz/record.hpp"
 
-namespace tg {
+namespace tg::sched {
 
 SharedStorage share_by_lifetime(std::span<const Lifetime> lifetimes) {
   std::vector<size_t> order(lifetimes.size());
@@ -87,4 +87,4 @@ void apply_memory_plan(std::vector<ScheduleItem>& items, const MemoryPlan& plan)
   }
 }
 
-}  // namespace tg
+}  // namespace tg::sched

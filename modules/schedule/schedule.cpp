@@ -15,14 +15,14 @@
 #include "schedule/passes.hpp"
 #include "uop/spec.hpp"
 
-namespace tg {
+namespace tg::sched {
 
 namespace {
 std::atomic<int64_t> g_next_unique{0};
 }  // namespace
 
 int64_t next_unique_id() { return g_next_unique.fetch_add(1, std::memory_order_relaxed); }
-int64_t sched::peek_unique_id() { return g_next_unique.load(std::memory_order_relaxed); }
+int64_t peek_unique_id() { return g_next_unique.load(std::memory_order_relaxed); }
 
 UOpRef new_buffer(const UOpRef& device, int64_t numel, DType dtype) {
   UOpRef unique = UOp::make(Ops::UNIQUE, dtypes::void_, {}, next_unique_id());
@@ -33,7 +33,6 @@ UOpRef becomes_view(const UOpRef& key, const UOpRef& value) {
   return value->op() == Ops::BUFFER ? sched::reshape(value, sched::shape_of(key.get())) : value;
 }
 
-namespace sched {
 namespace {
 
 struct Kernel {
@@ -406,9 +405,8 @@ void cut_reads(const Kernel& k, const UOp* state, const RealizeInfo& info, NodeS
 }
 
 }  // namespace
-}  // namespace sched
 
-std::vector<ScheduleItem> sched::schedule_uncached(const UOpRef& sink, BecomesMap& becomes,
+std::vector<ScheduleItem> schedule_uncached(const UOpRef& sink, BecomesMap& becomes,
                                                    VarVals* var_vals) {
   bool check = spec_enabled();
   if (check) verify_tensor_graph(sink);
@@ -487,4 +485,4 @@ std::vector<ScheduleItem> sched::schedule_uncached(const UOpRef& sink, BecomesMa
   return items;
 }
 
-}  // namespace tg
+}  // namespace tg::sched

@@ -11,7 +11,7 @@
 
 #include "uop/uop.hpp"
 
-namespace tg {
+namespace tg::sched {
 
 // One unit of work. A kernel: `ast` is SINK(END(STORE(INDEX(DEFINE_GLOBAL 0, idx), value), RANGE..)) and
 // bufs[i] is the BUFFER behind DEFINE_GLOBAL(arg=i), output first. A copy: `ast` is COPY(BUFFER src,
@@ -88,4 +88,4 @@ MemoryPlan plan_memory(std::span<const ScheduleItem> items,
 // Replaces planned buffers in every item's bufs with their storage buffer.
 void apply_memory_plan(std::vector<ScheduleItem>& items, const MemoryPlan& plan);
 
-}  // namespace tg
+}  // namespace tg::sched

@@ -12,7 +12,7 @@ namespace tg {
 namespace {
 
 std::string pick_device(std::string_view device) {
-  return device.empty() ? default_device_name() : canonical_device(device);
+  return device.empty() ? engine::default_device_name() : engine::canonical_device(device);
 }
 
 void check_shape(const Shape& shape, std::string_view op) {
@@ -44,8 +44,8 @@ Tensor index_range(int64_t n, DType dt, const std::string& device) {
 Tensor Tensor::empty(Shape shape, DType dtype, std::string_view device) {
   check_shape(shape, "empty");
   std::string dev = pick_device(device);
-  RealizedBuffer rb = buffer_empty(dev, dtype, detail::prod(shape).max());  // room for the largest size
-  return Tensor(realized_view(rb.buffer, shape), dev, {rb.hold});
+  engine::RealizedBuffer rb = engine::buffer_empty(dev, dtype, detail::prod(shape).max());  // room for the largest size
+  return Tensor(engine::realized_view(rb.buffer, shape), dev, {rb.hold});
 }
 
 Tensor Tensor::full(Shape shape, Number fill, std::optional<DType> dtype, std::string_view device) {

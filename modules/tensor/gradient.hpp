@@ -59,7 +59,7 @@ std::unordered_map<UOpRef, UOpRef> compute_gradient(const UOpRef& root, const UO
 // realize() turns a tensor into a view of its buffer. For a tensor computed from one that requires grad,
 // the graph it was computed by is kept by that view while any graph still refers to the view, so
 // realizing or reading a tensor never changes a gradient. A null graph marks one backward() freed.
-void keep_graph(const UOpRef& view, const UOpRef& graph, std::vector<BufferHold> holds);
+void keep_graph(const UOpRef& view, const UOpRef& graph, std::vector<engine::BufferHold> holds);
 // The view's values no longer come from its graph: it was assigned, or is a result without history (JIT).
 void forget_graph(const UOpRef& view);
 UOpRef kept_graph(const UOpRef& view);  // null when none is kept
@@ -67,7 +67,7 @@ UOpRef kept_graph(const UOpRef& view);  // null when none is kept
 // the views on the way whose graph was freed.
 struct KeptUnder {
   KeptGraphs graphs;
-  std::vector<BufferHold> holds;
+  std::vector<engine::BufferHold> holds;
   std::vector<const UOp*> freed;
 };
 KeptUnder kept_graphs_under(const UOpRef& root);

@@ -11,7 +11,7 @@ namespace {
 
 struct Entry {
   UOpRef view, graph;  // graph null: freed by a backward()
-  std::vector<BufferHold> holds;
+  std::vector<engine::BufferHold> holds;
 };
 
 std::mutex mu;
@@ -51,12 +51,12 @@ bool reaches(const UOpRef& graph, const UOp* view) {
 
 }  // namespace
 
-void keep_graph(const UOpRef& view, const UOpRef& graph, std::vector<BufferHold> holds) {
+void keep_graph(const UOpRef& view, const UOpRef& graph, std::vector<engine::BufferHold> holds) {
   std::lock_guard lock(mu);
   if (table.size() >= prune_at) prune();
   // only a view of a buffer the graph already reads can be in it: check that case in full
   if (graph) {
-    const UOp* buffer = realized_buffer(view).get();
+    const UOp* buffer = engine::realized_buffer(view).get();
     std::vector<const UOp*> nodes = graph->toposort();
     if (std::find(nodes.begin(), nodes.end(), buffer) != nodes.end() && reaches(graph, view.get())) return;
   }

@@ -27,7 +27,7 @@ int64_t detail::cpu_vector_width(const std::string& dev) {
     for (const std::string& d : split_devices(dev)) lanes = std::min(lanes, cpu_vector_width(d));
     return lanes;
   }
-  const sdk::RendererCaps& caps = device(dev).caps();
+  const sdk::RendererCaps& caps = runtime::device(dev).caps();
   bool cpu = !caps.has_local && caps.has_threads && caps.max_vector_width >= 4;
   return cpu ? caps.max_vector_width : 0;
 }

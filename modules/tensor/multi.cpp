@@ -479,7 +479,7 @@ Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int>
   for (const std::string& d : devices) {
     if (d.find(',') != std::string::npos)
       throw ValueError("shard", fmt::format("'{}' is a list; pass each device on its own", d));
-    std::string c = canonical_device(d);
+    std::string c = engine::canonical_device(d);
     if (std::find(devs.begin(), devs.end(), c) != devs.end())
       throw ValueError("shard", fmt::format("device {} is named twice", c));
     devs.push_back(c);

@@ -89,7 +89,7 @@ void Tensor::manual_seed(uint64_t seed) {
 Tensor Tensor::rand(Shape shape, DType dtype, std::string_view device) {
   check_shape(shape, "rand");
   FloatBits fb = float_bits(dtype);
-  std::string dev = device.empty() ? default_device_name() : canonical_device(device);
+  std::string dev = device.empty() ? engine::default_device_name() : engine::canonical_device(device);
   int64_t n = detail::prod(shape);
   Tensor mant = (draw_bits(n, dev) >> (64 - fb.mantissa)).cast(fb.uint);
   Tensor one = (mant | static_cast<uint64_t>(fb.one)).bitcast(dtype);
@@ -147,7 +147,7 @@ Tensor Tensor::kaiming_normal(Shape shape, double a, DType dtype, std::string_vi
 
 Tensor Tensor::random_bits(Shape shape, std::string_view device) {
   check_shape(shape, "random_bits");
-  std::string dev = device.empty() ? default_device_name() : canonical_device(device);
+  std::string dev = device.empty() ? engine::default_device_name() : engine::canonical_device(device);
   return draw_bits(detail::prod(shape), dev).reshape(shape);
 }
 

@@ -19,7 +19,11 @@
 #include "tg/sdk/program.hpp"
 #include "uop/uop.hpp"
 
-namespace tg {
+namespace tg::runtime {
+class Buffer;  // runtime/buffer.hpp
+}  // namespace tg::runtime
+
+namespace tg::engine {
 
 using BufferHold = std::shared_ptr<const void>;
 
@@ -81,7 +85,6 @@ void copy_to_host(const UOpRef& buffer, std::span<std::byte> dst);
 std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef> roots);
 
 // ---- capture, for the JIT (engine/jit.hpp replays what is recorded here) ----
-class Buffer;  // runtime/buffer.hpp
 
 // One launch realize_uops ran while a capture was active: a kernel, or a copy (no program, buffers
 // {dst, src}). Arguments are in launch order.
@@ -89,7 +92,7 @@ struct CapturedLaunch {
   std::string name;
   std::shared_ptr<sdk::Program> program;  // null for a copy
   std::vector<int64_t> buffer_ids;        // UNIQUE id of each argument's BUFFER
-  std::vector<std::shared_ptr<Buffer>> buffers;
+  std::vector<std::shared_ptr<runtime::Buffer>> buffers;
   std::vector<std::weak_ptr<const void>>
       holds;  // the BufferHold of each argument: expired = no tensor holds it
   std::vector<bool> written;
@@ -116,13 +119,13 @@ class CaptureScope {
   CaptureLog* prev_;
 };
 // The device storage behind a live BUFFER UOp.
-std::shared_ptr<Buffer> device_buffer(const UOpRef& buffer);
+std::shared_ptr<runtime::Buffer> device_buffer(const UOpRef& buffer);
 // For replays, which write captured buffers in place: whether any host view (host_view's hold) is alive; how
 // many times a buffer was moved to new memory before a write (memory a host view shows, or read-only caller
 // memory); and the storage of a live buffer id now, moved like that first when for_write (as a realize's
 // kernels do), null when no tensor holds the buffer any more.
 bool host_views_alive();
 uint64_t buffer_moves();
-std::shared_ptr<Buffer> live_buffer(int64_t id, bool for_write);
+std::shared_ptr<runtime::Buffer> live_buffer(int64_t id, bool for_write);
 
-}  // namespace tg
+}  // namespace tg::engine

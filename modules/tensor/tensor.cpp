@@ -19,7 +19,7 @@ namespace tg {
 struct Tensor::Impl {
   UOpRef uop;
   std::string device;
-  std::vector<BufferHold> holds;
+  std::vector<engine::BufferHold> holds;
   bool requires_grad = false;
   bool from_op = false;      // requires grad because an input does: not a leaf
   bool graph_freed = false;  // a backward() went through it: realizing it keeps no graph (kept_graph.cpp)
@@ -27,7 +27,7 @@ struct Tensor::Impl {
   // A leaf's node before the last realize()/assign() replaced it: gradients still find the leaf in graphs
   // built earlier. A non-leaf's graph is kept by its realized view instead (kept_graph.cpp).
   UOpRef graph_uop;
-  void replace_uop(UOpRef u, std::vector<BufferHold> h) {
+  void replace_uop(UOpRef u, std::vector<engine::BufferHold> h) {
     if (requires_grad && !from_op && u != uop) graph_uop = std::move(uop);
     uop = std::move(u);
     holds = std::move(h);
@@ -48,7 +48,7 @@ struct Autograd {
   // Views of a buffer stay as they are (the walk goes through them), and an assign drops the graph.
   static UOpRef realized(Tensor::Impl& im, const UOpRef& view) {
     if (!im.requires_grad || !im.from_op) return view;
-    if (realized_buffer(im.uop)) return im.uop;
+    if (engine::realized_buffer(im.uop)) return im.uop;
     UOpRef node = UOp::make(Ops::RESHAPE, view->dtype(), {view}, *view->shape());
     if (im.uop->op() == Ops::ASSIGN) {
       forget_graph(node);
@@ -75,11 +75,11 @@ DType Number::default_dtype() const {
 }
 
 Tensor::Tensor(Number v, std::optional<DType> dtype, std::string_view device) {
-  std::string dev = device.empty() ? default_device_name() : canonical_device(device);
+  std::string dev = device.empty() ? engine::default_device_name() : engine::canonical_device(device);
   *this = detail::const_tensor(v.value(), dtype.value_or(v.default_dtype()), {}, dev);
 }
 
-Tensor::Tensor(UOpRef uop, std::string device, std::vector<BufferHold> holds)
+Tensor::Tensor(UOpRef uop, std::string device, std::vector<engine::BufferHold> holds)
     : impl_(std::make_shared<Impl>(Impl{std::move(uop), std::move(device), std::move(holds)})) {
   if (!impl_->uop || impl_->uop->shape() == nullptr)
     throw ValueError("tensor", "a tensor needs a tensor-level UOp with a shape");
@@ -102,13 +102,13 @@ void Tensor::init_from_host(std::span<const std::byte> bytes, DType src, Shape s
     }
     bytes = converted;
   }
-  std::string dev = device.empty() ? default_device_name() : canonical_device(device);
+  std::string dev = device.empty() ? engine::default_device_name() : engine::canonical_device(device);
   if (dev.find(',') != std::string::npos) {  // several devices: a copy on each
     init_from_host(bytes, dt, std::move(shape), dt, split_devices(dev)[0]);
     *this = to(dev);
     return;
   }
-  RealizedBuffer rb = buffer_from_host(dev, dt, bytes);
+  engine::RealizedBuffer rb = engine::buffer_from_host(dev, dt, bytes);
   *this = Tensor(UOp::make(Ops::RESHAPE, dt, {rb.buffer}, shape), dev, {rb.hold});
 }
 
@@ -128,10 +128,10 @@ Tensor Tensor::from_blob(void* data, Shape shape, DType dtype, BlobOptions opts)
   if (reinterpret_cast<uintptr_t>(data) % dtype.itemsize() != 0)
     throw ValueError("from_blob", fmt::format("data at {} is not aligned to {}'s {} bytes", fmt::ptr(data),
                                               dtype.name(), dtype.itemsize()));
-  std::string dev = opts.device.empty() ? default_device_name() : canonical_device(opts.device);
-  RealizedBuffer rb = buffer_over_host(dev, dtype, static_cast<int64_t>(detail::prod(shape)), data,
+  std::string dev = opts.device.empty() ? engine::default_device_name() : engine::canonical_device(opts.device);
+  engine::RealizedBuffer rb = engine::buffer_over_host(dev, dtype, static_cast<int64_t>(detail::prod(shape)), data,
                                        std::move(opts.owner), opts.read_only);
-  return Tensor(realized_view(rb.buffer, shape), dev, {rb.hold});
+  return Tensor(engine::realized_view(rb.buffer, shape), dev, {rb.hold});
 }
 
 Tensor::Impl& Tensor::impl() const {
@@ -144,7 +144,7 @@ const Shape& Tensor::shape() const { return *impl().uop->shape(); }
 sint Tensor::shape(int dim) const { return shape()[detail::normalize_axis(dim, ndim(), "shape")]; }
 sint Tensor::numel() const { return detail::prod(shape()); }
 const std::string& Tensor::device() const { return impl().device; }
-const std::vector<BufferHold>& Tensor::holds() const { return impl().holds; }
+const std::vector<engine::BufferHold>& Tensor::holds() const { return impl().holds; }
 bool Tensor::requires_grad() const { return impl().requires_grad; }
 bool Tensor::is_leaf() const { return !impl().from_op; }
 
@@ -200,9 +200,9 @@ Tensor derive(UOpRef u, const Tensor& like, std::initializer_list<const Tensor*>
 }
 
 Tensor derive_on(UOpRef u, std::string device, std::initializer_list<const Tensor*> from) {
-  std::vector<BufferHold> holds;
+  std::vector<engine::BufferHold> holds;
   for (const Tensor* t : from)
-    for (const BufferHold& h : t->holds())
+    for (const engine::BufferHold& h : t->holds())
       if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
   Tensor out(std::move(u), std::move(device), std::move(holds));
   Autograd::propagate(out, from);
@@ -308,9 +308,9 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
       flat.insert(flat.end(), r->src().begin(), r->src().end());
     else
       flat.push_back(r);
-  std::vector<RealizedBuffer> bufs;
+  std::vector<engine::RealizedBuffer> bufs;
   try {
-    bufs = realize_uops(flat);
+    bufs = engine::realize_uops(flat);
     ran_assigns().realized(roots);
   } catch (...) {
     // the side effects wait for the next realize, as if this one had not been asked for
@@ -323,9 +323,9 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
     if (has_elements(tensors[i]) && resolved[r]->op() == Ops::MULTI) {
       const UOpRef& m = resolved[r++];
       std::vector<UOpRef> views;
-      std::vector<BufferHold> holds;
+      std::vector<engine::BufferHold> holds;
       for (const UOpRef& part : m->src()) {
-        views.push_back(realized_view(bufs[k].buffer, *part->shape()));
+        views.push_back(engine::realized_view(bufs[k].buffer, *part->shape()));
         holds.push_back(bufs[k++].hold);
       }
       im.replace_uop(Autograd::realized(im, m->with_src(std::move(views))), std::move(holds));
@@ -333,8 +333,8 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
     }
     if (has_elements(tensors[i])) r++;
     // a tensor without elements needs no kernel, only an empty buffer
-    RealizedBuffer rb = has_elements(tensors[i]) ? bufs[k++] : buffer_empty(im.device, im.uop->dtype(), 0);
-    im.replace_uop(Autograd::realized(im, realized_view(rb.buffer, shape)), {rb.hold});
+    engine::RealizedBuffer rb = has_elements(tensors[i]) ? bufs[k++] : engine::buffer_empty(im.device, im.uop->dtype(), 0);
+    im.replace_uop(Autograd::realized(im, engine::realized_view(rb.buffer, shape)), {rb.hold});
   }
 }
 
@@ -343,19 +343,19 @@ std::vector<std::byte> Tensor::to_bytes() const {
   Tensor t = *this;
   t.realize();
   // a symbolic tensor reads as its elements at the variables' bound values
-  const UOpRef& buf = realized_buffer(t.uop());
+  const UOpRef& buf = engine::realized_buffer(t.uop());
   std::vector<std::byte> out(static_cast<size_t>(numel().bound()) * dtype().itemsize());
-  copy_to_host(buf, out);
+  engine::copy_to_host(buf, out);
   return out;
 }
 
-HostView Tensor::host_view() const {
+engine::HostView Tensor::host_view() const {
   if (device().find(',') != std::string::npos) return to(split_devices(device())[0]).host_view();
   Tensor t = contiguous();
   t.realize();
-  UOpRef buf = realized_buffer(t.uop());
+  UOpRef buf = engine::realized_buffer(t.uop());
   if (!buf) return {};
-  HostView v = tg::host_view(buf);
+  engine::HostView v = tg::engine::host_view(buf);
   // a symbolic tensor reads as its elements at the variables' bound values
   if (v.bytes.data() != nullptr)
     v.bytes = v.bytes.first(static_cast<size_t>(numel().bound()) * dtype().itemsize());
@@ -398,12 +398,12 @@ TG_INSTANTIATE(float)
 TG_INSTANTIATE(double)
 #undef TG_INSTANTIATE
 
-std::vector<ScheduleItemView> Tensor::schedule() const {
+std::vector<engine::ScheduleItemView> Tensor::schedule() const {
   std::vector<UOpRef> roots{ran_assigns().resolve(uop())};
   if (multi_in_use() || device().find(',') != std::string::npos) roots = resolve_multi(roots);
   if (roots[0]->op() == Ops::MULTI)
     roots = std::vector<UOpRef>(roots[0]->src().begin(), roots[0]->src().end());
-  return schedule_uops(roots);
+  return engine::schedule_uops(roots);
 }
 
 // ---- dtype ----
@@ -438,7 +438,7 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::to(std::string_view device) const {
-  std::string dev = canonical_device(device);
+  std::string dev = engine::canonical_device(device);
   if (dev == this->device()) return *this;
   if (dev.find(',') != std::string::npos && this->device().find(',') != std::string::npos)
     throw ValueError(
@@ -478,8 +478,8 @@ Tensor& Tensor::assign(const Operand& x) {
     UOpRef value = v.uop()->substitute({{pending.get(), uop()}});
     if (value != v.uop()) v = Tensor(value, v.device(), v.holds());
   }
-  std::vector<BufferHold> holds = impl().holds;
-  for (const BufferHold& h : v.holds())
+  std::vector<engine::BufferHold> holds = impl().holds;
+  for (const engine::BufferHold& h : v.holds())
     if (std::find(holds.begin(), holds.end(), h) == holds.end()) holds.push_back(h);
   impl().replace_uop(UOp::make(Ops::ASSIGN, dtype(), {uop(), v.uop()}), std::move(holds));
   ran_assigns().created(uop());
@@ -623,7 +623,7 @@ Tensor& Tensor::backward(const Tensor& gradient) {
     found.push_back(leaf);
   }
   std::unordered_map<UOpRef, UOpRef> grads = compute_gradient(im.uop, seed.uop(), targets, kept.graphs);
-  std::vector<BufferHold> holds = im.holds;
+  std::vector<engine::BufferHold> holds = im.holds;
   holds.insert(holds.end(), seed.holds().begin(), seed.holds().end());
   holds.insert(holds.end(), kept.holds.begin(), kept.holds.end());
   for (const std::shared_ptr<Impl>& leaf : found) {
@@ -650,7 +650,7 @@ std::vector<Tensor> Tensor::gradient(std::vector<Tensor> targets, const Tensor& 
   }
   KeptUnder kept = Autograd::kept_under(impl(), keys, "gradient");
   std::unordered_map<UOpRef, UOpRef> grads = compute_gradient(uop(), seed.uop(), keys, kept.graphs);
-  std::vector<BufferHold> holds = impl().holds;
+  std::vector<engine::BufferHold> holds = impl().holds;
   holds.insert(holds.end(), seed.holds().begin(), seed.holds().end());
   holds.insert(holds.end(), kept.holds.begin(), kept.holds.end());
   std::vector<Tensor> out;

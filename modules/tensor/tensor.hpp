@@ -158,7 +158,7 @@ class Tensor {
   // a negative or symbolic size and a non-element dtype are errors too.
   static Tensor from_blob(void* data, Shape shape, DType dtype, BlobOptions opts = {});
   // Wraps a tensor-graph UOp computed on device; holds keep the buffers it reads alive.
-  Tensor(UOpRef uop, std::string device, std::vector<BufferHold> holds = {});
+  Tensor(UOpRef uop, std::string device, std::vector<engine::BufferHold> holds = {});
 
   static Tensor empty(Shape shape, DType dtype = dtypes::default_float, std::string_view device = {});
   static Tensor zeros(Shape shape, DType dtype = dtypes::default_float, std::string_view device = {});
@@ -220,7 +220,7 @@ class Tensor {
   sint as_size() const;
   DType dtype() const { return uop()->dtype(); }
   const std::string& device() const;
-  const std::vector<BufferHold>& holds() const;
+  const std::vector<engine::BufferHold>& holds() const;
   // A result of ops requires grad when a floating-point input does. requires_grad_() makes a leaf: a lazy
   // tensor is realized first, so every leaf owns its buffer (equal lazy graphs are one shared node).
   bool requires_grad() const;
@@ -247,8 +247,8 @@ class Tensor {
   // Realizes the row-major elements and returns them where the host reads them without a copy, with a hold
   // that keeps them (realize.hpp's host_view: they stay as they are while it lives, later writes to the
   // tensor go to new memory); empty when the device does not map its buffers to host memory.
-  HostView host_view() const;
-  std::vector<ScheduleItemView> schedule() const;
+  engine::HostView host_view() const;
+  std::vector<engine::ScheduleItemView> schedule() const;
   std::string str() const;  // realizes and formats the values
 
   // ---- dtype ----

@@ -99,12 +99,12 @@ class RecordedProgram final : public sdk::Program {
 
 }  // namespace
 
-void record_lowered(uint64_t seq_begin, const UOpRef& ast, const LinearProgram& p) {
+void record_lowered(uint64_t seq_begin, const UOpRef& ast, const codegen::LinearProgram& p) {
   Recorder& r = recorder();
   at_exit_once();
   uint64_t seq_end = next_trace_seq();
-  std::string opts = opts_str(p.applied_opts);
-  Estimate e;
+  std::string opts = codegen::opts_str(p.applied_opts);
+  codegen::Estimate e;
   try {
     e = estimate(p);
   } catch (const Error&) {  // no estimate: the timeline shows the time alone
@@ -139,7 +139,7 @@ std::unique_ptr<sdk::Program> record_runs(std::unique_ptr<sdk::Program> program,
   return std::make_unique<RecordedProgram>(std::move(program), it->second);
 }
 
-void record_memory_plan(const tg::MemoryPlan& plan) {
+void record_memory_plan(const tg::sched::MemoryPlan& plan) {
   Recorder& r = recorder();
   at_exit_once();
   LiveMemoryPlan m{plan.bytes_before, plan.bytes_after, {}};

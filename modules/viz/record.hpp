@@ -11,9 +11,13 @@
 #include "base/env.hpp"
 #include "uop/uop.hpp"
 
-namespace tg {
+namespace tg::codegen {
 struct LinearProgram;
+}  // namespace tg::codegen
+namespace tg::sched {
 struct MemoryPlan;
+}  // namespace tg::sched
+namespace tg {
 namespace sdk {
 class Compiler;
 class Program;
@@ -26,7 +30,7 @@ inline bool on() { return env::VIZ.value() > 0; }
 
 // codegen: a kernel lowered from ast; seq_begin is next_trace_seq() taken before lowering, so the rewrites
 // in between (on this thread) are the kernel's. The thread's later record_binary belongs to this kernel.
-void record_lowered(uint64_t seq_begin, const UOpRef& ast, const LinearProgram& p);
+void record_lowered(uint64_t seq_begin, const UOpRef& ast, const codegen::LinearProgram& p);
 // runtime: the source and binary of the kernel this thread lowered last; disassembled when the compiler can.
 void record_binary(std::string_view device, std::string_view source, std::span<const std::byte> binary,
                    sdk::Compiler& compiler);
@@ -34,6 +38,6 @@ void record_binary(std::string_view device, std::string_view source, std::span<c
 std::unique_ptr<sdk::Program> record_runs(std::unique_ptr<sdk::Program> program,
                                           std::span<const std::byte> binary);
 // schedule: which buffers share storage.
-void record_memory_plan(const tg::MemoryPlan& plan);
+void record_memory_plan(const tg::sched::MemoryPlan& plan);
 
 }  // namespace tg::viz

@@ -110,7 +110,7 @@ class ClProgram final : public tg::sdk::Program {
 std::string renderer_from_dev() {
   std::string dev = env::get("DEV");
   if (dev.empty()) return "";
-  tg::DeviceSpec spec = tg::DeviceSpec::parse(dev);
+  tg::runtime::DeviceSpec spec = tg::runtime::DeviceSpec::parse(dev);
   if (spec.name != "CL" || spec.renderer.empty() || spec.renderer == "opencl") return "";
   if (spec.renderer != "spirv")
     throw std::runtime_error(

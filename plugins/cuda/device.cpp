@@ -393,7 +393,7 @@ std::vector<int> runnable_archs(int sm) {
 ArchLimits arch_from_dev(ArchLimits limits) {
   std::string dev = env::get("DEV");
   if (dev.empty()) return limits;
-  tg::DeviceSpec spec = tg::DeviceSpec::parse(dev);
+  tg::runtime::DeviceSpec spec = tg::runtime::DeviceSpec::parse(dev);
   if (spec.name != "CUDA" || (spec.renderer.empty() && spec.arch.empty())) return limits;
   if (spec.renderer != "cuda")
     throw std::runtime_error(

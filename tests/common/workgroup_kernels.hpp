@@ -77,7 +77,7 @@ inline UOpRef axpy_ast(int64_t n) {
 }
 
 struct Run {
-  LinearProgram prog;
+  codegen::LinearProgram prog;
   std::vector<Bytes> bufs;  // after the launch
   double seconds = 0;       // fastest of the timed launches
   double gflops = 0, gbs = 0;
@@ -85,10 +85,10 @@ struct Run {
 
 // Lowers ast for dev with opts (nullopt: the heuristic's), builds it, runs it on copies of bufs `reps`
 // times and reads the buffers back.
-inline Run run(tg::Device& dev, const UOpRef& ast, std::optional<std::vector<Opt>> opts,
+inline Run run(tg::runtime::Device& dev, const UOpRef& ast, std::optional<std::vector<codegen::Opt>> opts,
                std::vector<Bytes> bufs, int reps = 3) {
   Run out;
-  out.prog = lower_kernel(ast, dev.caps(), {.opts = std::move(opts)});
+  out.prog = codegen::lower_kernel(ast, dev.caps(), {.opts = std::move(opts)});
   sdk::Blob src;
   sdk::Status s = dev.renderer().render(out.prog.name, out.prog.view(), src);
   BOOST_TEST_REQUIRE(s.ok(), s.message());
@@ -114,11 +114,11 @@ inline Run run(tg::Device& dev, const UOpRef& ast, std::optional<std::vector<Opt
     a.free(hs[i], bufs[i].size(), {});
   }
   out.bufs = std::move(bufs);
-  Estimate w = estimate(out.prog);
+  codegen::Estimate w = estimate(out.prog);
   out.gflops = static_cast<double>(w.ops) / out.seconds * 1e-9;
   out.gbs = static_cast<double>(w.bytes) / out.seconds * 1e-9;
   BOOST_TEST_MESSAGE(fmt::format("{:<28} {:<70} {:9.3f} ms {:8.2f} GFLOPS {:8.2f} GB/s", out.prog.name,
-                                 opts_str(out.prog.applied_opts), out.seconds * 1e3, out.gflops, out.gbs));
+                                 codegen::opts_str(out.prog.applied_opts), out.seconds * 1e3, out.gflops, out.gbs));
   return out;
 }
 
@@ -130,21 +130,21 @@ inline bool close(float got, double want, double tol) {
 // LOCAL + GROUP + UPCAST, an elementwise kernel of 1000 values with PADTO + LOCAL; each also without opts
 // and with the heuristic's, all against the host's loops. max_loop: the most trips the device runs a loop for
 // (lavapipe stops loops after 65535), so the plain sum of 2^20 in one loop is left out where it is lower.
-inline void check_workgroup_opts(tg::Device& dev, int64_t max_loop = INT64_MAX) {
+inline void check_workgroup_opts(tg::runtime::Device& dev, int64_t max_loop = INT64_MAX) {
   {
     const int64_t n = 1 << 20;
     std::vector<float> x(n);
     double want = 0;
     for (int64_t i = 0; i < n; i++) want += (x[i] = static_cast<float>((i * 7919) % 1000) * 0.001f - 0.4f);
-    std::vector<std::optional<std::vector<Opt>>> variants{
-        std::vector<Opt>{{OptOps::GROUPTOP, 0, 256}},
-        std::vector<Opt>{{OptOps::GROUPTOP, 0, 64}, {OptOps::UNROLL, 0, 4}}, std::nullopt};
-    if (n <= max_loop) variants.insert(variants.begin(), std::vector<Opt>{});
+    std::vector<std::optional<std::vector<codegen::Opt>>> variants{
+        std::vector<codegen::Opt>{{codegen::OptOps::GROUPTOP, 0, 256}},
+        std::vector<codegen::Opt>{{codegen::OptOps::GROUPTOP, 0, 64}, {codegen::OptOps::UNROLL, 0, 4}}, std::nullopt};
+    if (n <= max_loop) variants.insert(variants.begin(), std::vector<codegen::Opt>{});
     for (const auto& o : variants) {
       Run r = run(dev, sum_ast(n), o, {Bytes(4), to_bytes(x)});
       float got = floats(r.bufs[0])[0];
       BOOST_TEST(close(got, want, 1e-4),
-                 r.prog.name << " " << opts_str(r.prog.applied_opts) << ": " << got << " != " << want);
+                 r.prog.name << " " << codegen::opts_str(r.prog.applied_opts) << ": " << got << " != " << want);
     }
   }
   {
@@ -153,17 +153,17 @@ inline void check_workgroup_opts(tg::Device& dev, int64_t max_loop = INT64_MAX) 
     for (int64_t i = 0; i < n * n; i++)
       a[i] = static_cast<float>((i * 31) % 17) - 8.0f, b[i] = static_cast<float>((i * 13) % 11) - 5.0f;
     std::vector<float> want = host_matmul(a, b, n);
-    std::vector<std::optional<std::vector<Opt>>> variants{std::vector<Opt>{},
-                                                          std::vector<Opt>{{OptOps::LOCAL, 1, 16},
-                                                                           {OptOps::LOCAL, 0, 4},
-                                                                           {OptOps::GROUP, 2, 4},
-                                                                           {OptOps::UPCAST, 1, 4},
-                                                                           {OptOps::UPCAST, 0, 4}},
-                                                          std::vector<Opt>{{OptOps::UPCAST, 1, 4},
-                                                                           {OptOps::UPCAST, 0, 4},
-                                                                           {OptOps::UNROLL, 2, 4},
-                                                                           {OptOps::LOCAL, 0, 8},
-                                                                           {OptOps::LOCAL, 1, 16}},
+    std::vector<std::optional<std::vector<codegen::Opt>>> variants{std::vector<codegen::Opt>{},
+                                                          std::vector<codegen::Opt>{{codegen::OptOps::LOCAL, 1, 16},
+                                                                           {codegen::OptOps::LOCAL, 0, 4},
+                                                                           {codegen::OptOps::GROUP, 2, 4},
+                                                                           {codegen::OptOps::UPCAST, 1, 4},
+                                                                           {codegen::OptOps::UPCAST, 0, 4}},
+                                                          std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 1, 4},
+                                                                           {codegen::OptOps::UPCAST, 0, 4},
+                                                                           {codegen::OptOps::UNROLL, 2, 4},
+                                                                           {codegen::OptOps::LOCAL, 0, 8},
+                                                                           {codegen::OptOps::LOCAL, 1, 16}},
                                                           std::nullopt};
     for (const auto& o : variants) {
       Run r = run(dev, matmul_ast(n), o, {Bytes(n * n * 4), to_bytes(a), to_bytes(b)});
@@ -171,7 +171,7 @@ inline void check_workgroup_opts(tg::Device& dev, int64_t max_loop = INT64_MAX) 
       size_t bad = 0;
       for (size_t i = 0; i < got.size(); i++)
         bad += got[i] != want[i];  // small ints: exact
-      BOOST_TEST(bad == 0u, r.prog.name << " " << opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
+      BOOST_TEST(bad == 0u, r.prog.name << " " << codegen::opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
     }
   }
   for (int64_t n : {1000, 37}) {
@@ -179,9 +179,9 @@ inline void check_workgroup_opts(tg::Device& dev, int64_t max_loop = INT64_MAX) 
     for (int64_t i = 0; i < n; i++)
       x[i] = static_cast<float>(i % 29) * 0.5f, y[i] = static_cast<float>(i % 7),
       want[i] = x[i] * 3.0f + y[i];
-    std::vector<std::optional<std::vector<Opt>>> variants{
-        std::vector<Opt>{{OptOps::PADTO, 0, 32}, {OptOps::LOCAL, 0, 32}},
-        std::vector<Opt>{{OptOps::PADTO, 0, 64}, {OptOps::UPCAST, 0, 4}, {OptOps::LOCAL, 0, 16}},
+    std::vector<std::optional<std::vector<codegen::Opt>>> variants{
+        std::vector<codegen::Opt>{{codegen::OptOps::PADTO, 0, 32}, {codegen::OptOps::LOCAL, 0, 32}},
+        std::vector<codegen::Opt>{{codegen::OptOps::PADTO, 0, 64}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::LOCAL, 0, 16}},
         std::nullopt};
     for (const auto& o : variants) {
       // The output buffer is padded with a sentinel that must survive past n (masked stores).
@@ -190,23 +190,23 @@ inline void check_workgroup_opts(tg::Device& dev, int64_t max_loop = INT64_MAX) 
       std::vector<float> got = floats(r.bufs[0]);
       size_t bad = 0;
       for (int64_t i = 0; i < n + 64; i++) bad += got[i] != (i < n ? want[i] : -7.0f);
-      BOOST_TEST(bad == 0u, r.prog.name << " " << opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
+      BOOST_TEST(bad == 0u, r.prog.name << " " << codegen::opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
     }
   }
 }
 
 // BEAM=2 with the workgroup actions on a 64 x 64 matmul and 8 rows of 1000 (no amount but PADTO's divides
 // 1000 by 16 or 32): the winners give the host's values.
-inline void check_beam(tg::Device& dev) {
+inline void check_beam(tg::runtime::Device& dev) {
   env::Scoped no_cache(env::CACHELEVEL, 0);
   const int64_t n = 64;
   std::vector<float> a(n * n), b(n * n);
   for (int64_t i = 0; i < n * n; i++)
     a[i] = static_cast<float>((i * 7) % 13) - 6.0f, b[i] = static_cast<float>((i * 5) % 9) - 4.0f;
   std::vector<float> want = host_matmul(a, b, n);  // small ints: exact
-  std::vector<Opt> opts = beam_search(dev, matmul_ast(n), 2, {{n * n * 4, n * n * 4, n * n * 4}, {}});
+  std::vector<codegen::Opt> opts = runtime::beam_search(dev, matmul_ast(n), 2, {{n * n * 4, n * n * 4, n * n * 4}, {}});
   Run r = run(dev, matmul_ast(n), opts, {Bytes(n * n * 4), to_bytes(a), to_bytes(b)});
-  BOOST_TEST((floats(r.bufs[0]) == want), opts_str(opts));
+  BOOST_TEST((floats(r.bufs[0]) == want), codegen::opts_str(opts));
 
   const int64_t rows = 8, cols = 1000;
   UOpRef i = UOp::range(cidx(rows), 0), c = UOp::range(cidx(cols), 1, AxisType::REDUCE);
@@ -215,9 +215,9 @@ inline void check_beam(tg::Device& dev) {
                            {st(gbuf(0, rows), i, red(ld(gbuf(1, rows * cols), i * cidx(cols) + c), c)), i})});
   std::vector<float> x(rows * cols), sums(rows, 0.0f);
   for (int64_t k = 0; k < rows * cols; k++) sums[k / cols] += (x[k] = static_cast<float>(k % 11) - 5.0f);
-  opts = beam_search(dev, ast, 2, {{rows * 4, rows * cols * 4}, {}});
+  opts = runtime::beam_search(dev, ast, 2, {{rows * 4, rows * cols * 4}, {}});
   r = run(dev, ast, opts, {Bytes(rows * 4), to_bytes(x)});
-  BOOST_TEST((floats(r.bufs[0]) == sums), opts_str(opts));
+  BOOST_TEST((floats(r.bufs[0]) == sums), codegen::opts_str(opts));
 }
 
 }  // namespace tg::test::workgroup

@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(cache_key) {
     record_unsupported("specific", "the reference device itself");
     return;
   }
-  std::string ref(tg::device("INTERP").compiler().cache_key());
+  std::string ref(tg::runtime::device("INTERP").compiler().cache_key());
   record("specific", a != ref, fmt::format("cache_key() '{}' equals the reference device's", a));
 }
 
@@ -87,15 +87,15 @@ BOOST_AUTO_TEST_CASE(deterministic) {
 
 BOOST_AUTO_TEST_CASE(cached_compile) {
   // Disk cache: the second compile of a source is read back, the device compiler is not called.
-  if (tg::program_disk_cache() == nullptr) {
+  if (tg::runtime::program_disk_cache() == nullptr) {
     record_unsupported("disk", "the program disk cache is off (CACHELEVEL=0 or an unusable TG_CACHE_DIR)");
   } else {
     Rendered k = render(add_one_ast(48), "conf_cached");
-    (void)tg::compile_cached(device(), k.source);  // compiled, or already cached by an earlier run
-    tg::RuntimeStats before = tg::runtime_stats();
+    (void)tg::runtime::compile_cached(device(), k.source);  // compiled, or already cached by an earlier run
+    tg::runtime::RuntimeStats before = tg::runtime::runtime_stats();
     bool from_disk = false;
-    tg::sdk::Blob bin = tg::compile_cached(device(), k.source, &from_disk);
-    tg::RuntimeStats after = tg::runtime_stats();
+    tg::sdk::Blob bin = tg::runtime::compile_cached(device(), k.source, &from_disk);
+    tg::runtime::RuntimeStats after = tg::runtime::runtime_stats();
     record("disk", from_disk && after.compiled == before.compiled && after.disk_hits == before.disk_hits + 1,
            fmt::format("second compile: from disk {}, compiles +{}, disk hits +{}", from_disk,
                        after.compiled - before.compiled, after.disk_hits - before.disk_hits));
@@ -111,9 +111,9 @@ BOOST_AUTO_TEST_CASE(cached_compile) {
     return (tg::Tensor(x, {5}, tg::dtypes::float32, target().name) * 3.0f + 1.0f).to_vector<float>();
   };
   std::vector<float> r1 = run(1);
-  tg::RuntimeStats before = tg::runtime_stats();
+  tg::runtime::RuntimeStats before = tg::runtime::runtime_stats();
   std::vector<float> r2 = run(10);
-  tg::RuntimeStats after = tg::runtime_stats();
+  tg::runtime::RuntimeStats after = tg::runtime::runtime_stats();
   record("memory", after.compiled == before.compiled && after.memory_hits > before.memory_hits,
          fmt::format("second realize of x*3+1: compiles +{}, memory hits +{}", after.compiled - before.compiled,
                      after.memory_hits - before.memory_hits));

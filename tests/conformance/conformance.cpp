@@ -206,7 +206,7 @@ class SkipUnsupported final : public ut::test_tree_visitor {
 }  // namespace
 
 const Target& target() { return state().target; }
-Device& device() { return Registry::global().device(state().target.name); }
+runtime::Device& device() { return runtime::Registry::global().device(state().target.name); }
 const Manifest& manifest() { return state().manifest; }
 
 const std::string* Manifest::find_unsupported(std::string_view id) const { return find_in(unsupported, id); }

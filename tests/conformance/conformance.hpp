@@ -22,7 +22,7 @@ struct Target {
   std::string arch, tc_pattern;
 };
 const Target& target();
-Device& device();  // Registry::global().device(target().name)
+runtime::Device& device();  // Registry::global().device(target().name)
 
 // Per-plugin manifest (JSON, next to the plugin as <library stem>.conformance.json or --manifest PATH):
 //   {"unsupported": {"<test id>": "why"}, "xfail": {"<test id>": "why"}}

@@ -27,11 +27,11 @@ using tg::sdk::Handle;
 // the same result (the launch-limit tests rely on that).
 Loaded load_plain(const UOpRef& ast, const std::string& name) {
   Loaded l{
-      Rendered{lower_kernel(ast, device().caps(), LowerOptions{.name = name, .opts = std::vector<Opt>{}}),
+      Rendered{codegen::lower_kernel(ast, device().caps(), codegen::LowerOptions{.name = name, .opts = std::vector<codegen::Opt>{}}),
                ""},
       nullptr};
   sdk::Blob src;
-  check(device().renderer().render(l.k.prog.name, l.k.prog.view(), src), "render", l.k.prog.name);
+  runtime::check(device().renderer().render(l.k.prog.name, l.k.prog.view(), src), "render", l.k.prog.name);
   l.k.source = std::string(src.text());
   sdk::Blob bin = device().compile(l.k.source);
   stop_if_compile_only();
@@ -69,7 +69,7 @@ UOpRef sum_vars_ast(int k, int64_t n) {
 }
 
 // The value each variable gets: v_j = 3j + 1.
-std::vector<int64_t> var_values(const LinearProgram& p) {
+std::vector<int64_t> var_values(const codegen::LinearProgram& p) {
   std::vector<int64_t> vals;
   for (const UOpRef& v : p.vars) vals.push_back(3 * std::stoll(v->arg_as<VarArg>().name.substr(1)) + 1);
   return vals;
@@ -125,8 +125,8 @@ std::optional<std::array<int64_t, 3>> shape_launching(int axis, uint32_t g) {
   for (int p = 0; p < 3; p++) {
     std::array<int64_t, 3> s{2, 2, 2};
     s[p] = g;
-    LinearProgram prog =
-        lower_kernel(add_one_3d_ast(s), device().caps(), LowerOptions{.opts = std::vector<Opt>{}});
+    codegen::LinearProgram prog =
+        codegen::lower_kernel(add_one_3d_ast(s), device().caps(), codegen::LowerOptions{.opts = std::vector<codegen::Opt>{}});
     if (prog.launch_dims({}).global[axis] == g) return s;
   }
   return std::nullopt;
@@ -350,11 +350,11 @@ BOOST_AUTO_TEST_CASE(tensor_cores) {
       const sdk::TensorCore& tc = tcs[t];
       DType in = DType(static_cast<Scalar>(tc.in)), acc = DType(static_cast<Scalar>(tc.acc));
       const int64_t m = (tiled ? 4 : 2) * tc.m, n = (tiled ? 4 : 2) * tc.n, k = 2 * tc.k;
-      std::vector<Opt> opts{{OptOps::TC, 0, static_cast<int64_t>(t)}};
+      std::vector<codegen::Opt> opts{{codegen::OptOps::TC, 0, static_cast<int64_t>(t)}};
       if (tiled)
         opts.insert(
             opts.end(),
-            {{OptOps::UPCAST, 1, 2}, {OptOps::UPCAST, 0, 2}, {OptOps::LOCAL, 1, 2}, {OptOps::LOCAL, 0, 2}});
+            {{codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::LOCAL, 1, 2}, {codegen::OptOps::LOCAL, 0, 2}});
       std::string err;
       try {
         UOpRef i = UOp::range(idx(m), 0), j = UOp::range(idx(n), 1),
@@ -364,10 +364,10 @@ BOOST_AUTO_TEST_CASE(tensor_cores) {
         UOpRef sum = UOp::make(Ops::REDUCE, acc, {a * b, r}, Ops::ADD);
         UOpRef st = store(glob(0, acc, m * n), i * idx(n) + j, sum);
         UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, i, j})});
-        LinearProgram p = lower_kernel(ast, c, LowerOptions{.name = "conf_tc", .opts = opts});
+        codegen::LinearProgram p = codegen::lower_kernel(ast, c, codegen::LowerOptions{.name = "conf_tc", .opts = opts});
         Loaded l{Rendered{p, ""}, nullptr};
         sdk::Blob src;
-        check(device().renderer().render(p.name, p.view(), src), "render", p.name);
+        runtime::check(device().renderer().render(p.name, p.view(), src), "render", p.name);
         l.k.source = std::string(src.text());
         sdk::Blob bin = device().compile(l.k.source);
         if (err = check_tc_disassembly(bin.bytes()); !err.empty()) throw std::runtime_error(err);

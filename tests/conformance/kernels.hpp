@@ -53,14 +53,14 @@ inline UOpRef increment_ast(int64_t n) {
 
 // A lowered and rendered kernel.
 struct Rendered {
-  LinearProgram prog;
+  codegen::LinearProgram prog;
   std::string source;
 };
 inline Rendered render(const UOpRef& ast, const std::string& name) {
   Rendered k;
-  k.prog = lower_kernel(ast, device().caps(), LowerOptions{.name = name});
+  k.prog = codegen::lower_kernel(ast, device().caps(), codegen::LowerOptions{.name = name});
   sdk::Blob src;
-  check(device().renderer().render(k.prog.name, k.prog.view(), src), "render", k.prog.name);
+  runtime::check(device().renderer().render(k.prog.name, k.prog.view(), src), "render", k.prog.name);
   k.source = std::string(src.text());
   return k;
 }
@@ -89,11 +89,11 @@ inline std::string check_tc_disassembly(std::span<const std::byte> binary) {
 inline std::string compile_schedule(const std::vector<Tensor>& outs) {
   std::vector<UOpRef> roots;
   for (const Tensor& t : outs) roots.push_back(t.uop());
-  for (const ScheduleItemView& si : schedule_uops(roots)) {
+  for (const engine::ScheduleItemView& si : engine::schedule_uops(roots)) {
     if (si.ast->op() != Ops::SINK) continue;  // copies compile nothing
-    LinearProgram p = lower_kernel(si.ast, device().caps());
+    codegen::LinearProgram p = codegen::lower_kernel(si.ast, device().caps());
     sdk::Blob src;
-    check(device().renderer().render(p.name, p.view(), src), "render", p.name);
+    runtime::check(device().renderer().render(p.name, p.view(), src), "render", p.name);
     try {
       (void)device().compile(src.text());
     } catch (const std::exception& e) {
@@ -120,17 +120,17 @@ inline Loaded compile_and_load(const UOpRef& ast, const std::string& name) {
 class RawBuffer {
  public:
   explicit RawBuffer(size_t nbytes) : n_(nbytes) {
-    check(alloc().alloc(nbytes, {}, &h_), "alloc", std::to_string(nbytes) + " bytes");
+    runtime::check(alloc().alloc(nbytes, {}, &h_), "alloc", std::to_string(nbytes) + " bytes");
   }
   ~RawBuffer() { alloc().free(h_, n_, {}); }
   RawBuffer(const RawBuffer&) = delete;
   RawBuffer& operator=(const RawBuffer&) = delete;
   sdk::Handle handle() const { return h_; }
   size_t size() const { return n_; }
-  void write(std::span<const std::byte> b) { check(alloc().copyin(h_, b), "copyin", std::to_string(b.size())); }
+  void write(std::span<const std::byte> b) { runtime::check(alloc().copyin(h_, b), "copyin", std::to_string(b.size())); }
   std::vector<std::byte> read(size_t n) {
     std::vector<std::byte> out(n);
-    check(alloc().copyout(out, h_), "copyout", std::to_string(n));
+    runtime::check(alloc().copyout(out, h_), "copyout", std::to_string(n));
     return out;
   }
   std::vector<std::byte> read() { return read(n_); }

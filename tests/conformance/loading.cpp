@@ -32,7 +32,7 @@ namespace {
 using namespace tg::conformance;
 namespace fs = std::filesystem;
 
-const tg::Candidate& candidate() { return *tg::Registry::global().find(target().name); }
+const tg::runtime::Candidate& candidate() { return *tg::runtime::Registry::global().find(target().name); }
 
 std::set<std::string> cwd_entries() {
   std::set<std::string> out;
@@ -49,7 +49,7 @@ size_t thread_count() {
 }
 
 // Allocates, copies 256 known bytes in and out and frees on dev; empty when all went well.
-std::string round_trip(tg::Device& dev) {
+std::string round_trip(tg::runtime::Device& dev) {
   tg::sdk::Allocator& a = dev.plugin().allocator();
   std::vector<std::byte> in(256), out(256);
   for (size_t i = 0; i < in.size(); i++) in[i] = static_cast<std::byte>(i * 7 + 3);
@@ -244,7 +244,7 @@ BOOST_AUTO_TEST_CASE(driver_hidden) {
 }
 
 BOOST_AUTO_TEST_CASE(loading_twice) {
-  const tg::Candidate& c = candidate();
+  const tg::runtime::Candidate& c = candidate();
   if (!target().plugin_path.empty()) {
     tg::runtime::PluginFile pf = tg::runtime::inspect_plugin(target().plugin_path);
     tg::runtime::LoadResult again = tg::runtime::load_plugin(pf.path, pf.alias, pf.abi);
@@ -254,12 +254,12 @@ BOOST_AUTO_TEST_CASE(loading_twice) {
     record_unsupported("same_descriptor", "built-in device: never loaded from a file");
   }
   // A second registry opens a second device instance next to the one under test, then destroys it.
-  tg::RegistryConfig cfg;
+  tg::runtime::RegistryConfig cfg;
   if (!target().plugin_path.empty()) cfg.env["TG_PLUGIN_PATH"] = target().plugin_path;
   cfg.search_installed = cfg.search_build_tree = false;
   {
-    tg::Registry other(cfg);
-    const tg::Candidate* oc = other.find(target().name);
+    tg::runtime::Registry other(cfg);
+    const tg::runtime::Candidate* oc = other.find(target().name);
     record("found_again", oc != nullptr && oc->usable, oc ? oc->reason : "not discovered by a second registry");
     if (oc == nullptr || !oc->usable) return;
     std::string err;

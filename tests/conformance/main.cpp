@@ -111,7 +111,7 @@ Target choose_target(const Options& o) {
     std::string path = pf.path + (old != nullptr && *old != '\0' ? std::string(":") + old : "");
     ::setenv("TG_PLUGIN_PATH", path.c_str(), 1);
     t.name = pf.abi.name;
-    const tg::Candidate* c = tg::Registry::global().find(t.name);
+    const tg::runtime::Candidate* c = tg::runtime::Registry::global().find(t.name);
     if (c == nullptr) throw std::runtime_error(fmt::format("{}: device {} was not discovered", o.plugin, t.name));
     if (c->path != pf.path)
       throw std::runtime_error(fmt::format("{} declares device {}, but {} already provides it ({})", o.plugin,
@@ -121,12 +121,12 @@ Target choose_target(const Options& o) {
     t.plugin_path = pf.path;
   } else {
     std::string why;
-    t.name = tg::Registry::global().default_spec(&why).name;
-    const tg::Candidate* c = tg::Registry::global().find(t.name);
+    t.name = tg::runtime::Registry::global().default_spec(&why).name;
+    const tg::runtime::Candidate* c = tg::runtime::Registry::global().find(t.name);
     if (c != nullptr && c->path != "built-in") t.plugin_path = c->path;
   }
   if (o.compile_only) {
-    tg::Device& d = tg::Registry::global().open_compile_only(t.name, o.arch);
+    tg::runtime::Device& d = tg::runtime::Registry::global().open_compile_only(t.name, o.arch);
     t.compile_only = true, t.arch = d.spec().arch, t.tc_pattern = o.tc_instruction;
   }
   if (!o.manifest.empty()) {
@@ -142,8 +142,8 @@ Target choose_target(const Options& o) {
 }
 
 void print_header(const Target& t) {
-  const tg::Candidate* c = tg::Registry::global().find(t.name);
-  tg::Device& dev = device();
+  const tg::runtime::Candidate* c = tg::runtime::Registry::global().find(t.name);
+  tg::runtime::Device& dev = device();
   fmt::print("tg-conformance\n  device:      {} ({})\n  plugin:      {}\n", t.name, dev.str(),
              t.plugin_path.empty() ? "built-in" : t.plugin_path);
   if (c != nullptr) fmt::print("  version:     {}\n  ABI:         {}.{}\n", c->version, c->abi_major, c->abi_minor);

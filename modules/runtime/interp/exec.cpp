@@ -11,7 +11,7 @@
 #include "runtime/interp/program.hpp"
 #include "runtime/interp/values.hpp"
 
-namespace tg::interp {
+namespace tg::runtime::interp {
 
 namespace {
 
@@ -192,7 +192,7 @@ class Executor {
   void wmma(size_t i, const Inst& in, std::vector<Val>& out) {
     sdk::TensorCore tc;
     try {
-      tc = wmma_core(std::get<IntVec>(in.arg));
+      tc = codegen::wmma_core(std::get<IntVec>(in.arg));
     } catch (const ValueError& e) {
       fail(i, e.what());
     }
@@ -356,4 +356,4 @@ void execute(const Program& p, std::span<const Memory> bufs, std::span<const int
   Executor(p, bufs, vals, dims).run();
 }
 
-}  // namespace tg::interp
+}  // namespace tg::runtime::interp

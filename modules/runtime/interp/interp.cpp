@@ -15,7 +15,7 @@
 #include "tg/sdk/foreign_memory.hpp"
 #include "tg/sdk/graph.hpp"
 
-namespace tg::interp {
+namespace tg::runtime::interp {
 
 namespace {
 using namespace tg::sdk;
@@ -128,7 +128,7 @@ struct InterpCompiler final : Compiler {
 
 class InterpProgram final : public sdk::Program {
  public:
-  explicit InterpProgram(interp::Program p) : p_(std::move(p)) {}
+  explicit InterpProgram(runtime::interp::Program p) : p_(std::move(p)) {}
   Status launch(std::span<const Handle> bufs, std::span<const int64_t> vals, const LaunchDims& dims, bool,
                 double* seconds) noexcept override {
     return guard([&] {
@@ -144,7 +144,7 @@ class InterpProgram final : public sdk::Program {
   }
 
  private:
-  interp::Program p_;
+  runtime::interp::Program p_;
 };
 
 // The reference for graph recording (sdk/graph.hpp): a recorded list of launches, run one by one, so that the
@@ -200,7 +200,7 @@ class InterpDevice final : public Device {
   Status load(std::string_view name, std::span<const std::byte> binary,
               sdk::Program** out) noexcept override {
     return guard([&] {
-      interp::Program p =
+      runtime::interp::Program p =
           parse(std::string_view(reinterpret_cast<const char*>(binary.data()), binary.size()));
       if (p.name != name)
         throw ValueError("INTERP", fmt::format("the binary holds kernel '{}', not '{}'", p.name, name));
@@ -305,8 +305,8 @@ sdk::RendererCaps interp_caps() {
 
 sdk::Device* create_interp_device() { return new InterpDevice(0); }
 
-}  // namespace tg::interp
+}  // namespace tg::runtime::interp
 
 namespace tg::runtime {
-const tg_plugin_descriptor interp_device_descriptor = builtin_descriptor<interp::InterpDevice>("INTERP");
+const tg_plugin_descriptor interp_device_descriptor = builtin_descriptor<runtime::interp::InterpDevice>("INTERP");
 }

@@ -6,7 +6,7 @@
 #include "tg/sdk/device.hpp"
 #include "tg/sdk/plugin.hpp"
 
-namespace tg::interp {
+namespace tg::runtime::interp {
 
 // Every dtype and op natively, workgroups (gidx/lidx, run in lock-step), no threads.
 sdk::RendererCaps interp_caps();
@@ -22,7 +22,7 @@ sdk::TensorCore metal_simdgroup_8x8();
 // A new INTERP device; the caller owns it.
 sdk::Device* create_interp_device();
 
-}  // namespace tg::interp
+}  // namespace tg::runtime::interp
 
 namespace tg::runtime {
 extern const tg_plugin_descriptor interp_device_descriptor;  // listed in builtins.cpp

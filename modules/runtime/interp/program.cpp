@@ -9,7 +9,7 @@
 
 #include "base/error.hpp"
 
-namespace tg::interp {
+namespace tg::runtime::interp {
 
 namespace {
 
@@ -194,4 +194,4 @@ Program parse(std::string_view text) {
   return p;
 }
 
-}  // namespace tg::interp
+}  // namespace tg::runtime::interp

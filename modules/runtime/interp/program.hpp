@@ -15,7 +15,7 @@
 #include "tg/sdk/program.hpp"
 #include "uop/uop.hpp"
 
-namespace tg::interp {
+namespace tg::runtime::interp {
 
 struct Inst {
   Ops op;
@@ -45,4 +45,4 @@ Program parse(std::string_view text);
 void execute(const Program& p, std::span<const Memory> bufs, std::span<const int64_t> vals,
              const sdk::LaunchDims& dims);
 
-}  // namespace tg::interp
+}  // namespace tg::runtime::interp

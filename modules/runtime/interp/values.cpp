@@ -3,7 +3,7 @@
 
 #include "uop/scalar.hpp"
 
-namespace tg::interp {
+namespace tg::runtime::interp {
 
 namespace {
 
@@ -29,4 +29,4 @@ Val load_scalar(const std::byte* p, DType d) { return val(scalar::load(p, d)); }
 
 uint64_t threefry2x32(uint64_t x, uint64_t key) { return scalar::threefry2x32(x, key); }
 
-}  // namespace tg::interp
+}  // namespace tg::runtime::interp

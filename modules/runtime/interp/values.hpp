@@ -9,7 +9,7 @@
 #include "uop/ops.hpp"
 #include "uop/uop.hpp"
 
-namespace tg::interp {
+namespace tg::runtime::interp {
 
 // One lane of one value. Ints are held sign- or zero-extended to 64 bits, bools as 0/1, floats as the
 // exact value in a double; pointers as a memory id plus an element offset and the INDEX's validity.
@@ -46,4 +46,4 @@ Val load_scalar(const std::byte* p, DType d);
 // Threefry-2x32 with 20 rounds: counter x and key as (high << 32 | low) words.
 uint64_t threefry2x32(uint64_t x, uint64_t key);
 
-}  // namespace tg::interp
+}  // namespace tg::runtime::interp

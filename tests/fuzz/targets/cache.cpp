@@ -24,13 +24,13 @@ namespace {
 constexpr std::string_view kKey = "CLANG|lowered-key";
 
 void lowered(std::string_view record) {
-  if (std::optional<tg::LoweredKernel> k = tg::parse_lowered(kKey, record))
-    if (tg::serialize_lowered(kKey, *k) != record) __builtin_trap();
+  if (std::optional<tg::runtime::LoweredKernel> k = tg::runtime::parse_lowered(kKey, record))
+    if (tg::runtime::serialize_lowered(kKey, *k) != record) __builtin_trap();
 }
 
 void beam(std::string_view text) {
-  if (std::optional<std::vector<tg::Opt>> opts = tg::parse_opts(text))
-    if (tg::opts_str(*opts) != text) __builtin_trap();
+  if (std::optional<std::vector<tg::codegen::Opt>> opts = tg::codegen::parse_opts(text))
+    if (tg::codegen::opts_str(*opts) != text) __builtin_trap();
 }
 
 void database(const uint8_t* data, size_t size) {
@@ -39,7 +39,7 @@ void database(const uint8_t* data, size_t size) {
   std::filesystem::remove(path.string() + "-wal", ec);
   std::filesystem::remove(path.string() + "-shm", ec);
   try {
-    tg::DiskCache cache(path.string());
+    tg::runtime::DiskCache cache(path.string());
     (void)cache.get("CLANG|key", "int main() { return 0; }");
     if (std::optional<std::string> r = cache.get_lowered(kKey)) lowered(*r);
     const std::string bin = "\x7f" "ELF new binary";
@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 4) {
     case 0: lowered(rest); break;
-    case 1: lowered(tg::seal_lowered(kKey, rest)); break;
+    case 1: lowered(tg::runtime::seal_lowered(kKey, rest)); break;
     case 2: beam(rest); break;
     default: database(data + 1, size - 1); break;
   }

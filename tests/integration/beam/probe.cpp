@@ -27,7 +27,7 @@ void print_row(const char* name, const std::vector<float>& v) {
 }
 
 int parallel_compile() {
-  tg::Device& dev = tg::default_device();
+  tg::runtime::Device& dev = tg::runtime::default_device();
   std::vector<std::string> sources;
   for (int i = 0; i < 16; i++)
     sources.push_back(
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   Tensor x(a, {M, K}), w(b, {K, N});
   print_row("matmul", x.matmul(w).to_vector<float>());
   print_row("rowsum", (w * 2).sum(1).to_vector<float>());
-  tg::RuntimeStats s = tg::runtime_stats();
+  tg::runtime::RuntimeStats s = tg::runtime::runtime_stats();
   std::printf("stats compiled=%llu disk_hits=%llu beam_searched=%llu beam_cache_hits=%llu\n",
               static_cast<unsigned long long>(s.compiled), static_cast<unsigned long long>(s.disk_hits),
               static_cast<unsigned long long>(s.beam_searched),

@@ -157,7 +157,7 @@ void reseal(sqlite3* db) {
     std::vector<std::byte> binary(bin, bin + sqlite3_column_bytes(st, 2));
     rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
                       reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
-    sums.push_back(tg::entry_checksum(rows.back().first, rows.back().second, binary));
+    sums.push_back(tg::runtime::entry_checksum(rows.back().first, rows.back().second, binary));
   }
   sqlite3_finalize(st);
   for (size_t i = 0; i < rows.size(); i++) {

@@ -29,7 +29,7 @@ int main() {
   for (const Tensor& t : three)
     for (float f : t.to_vector<float>()) y3.push_back(f);
   print_row("y3", y3);
-  tg::RuntimeStats s = tg::runtime_stats();
+  tg::runtime::RuntimeStats s = tg::runtime::runtime_stats();
   std::printf(
       "stats compiled=%llu disk_hits=%llu memory_hits=%llu launched=%llu lowered=%llu "
       "lowered_disk_hits=%llu\n",

@@ -309,7 +309,7 @@ BOOST_AUTO_TEST_CASE(unloadable_cached_binary_is_compiled_again) {
   auto unloadable = [](std::vector<Entry>& entries) {
     for (Entry& e : entries) {
       e.binary = {std::byte{0}, std::byte{1}, std::byte{2}, std::byte{3}};
-      e.checksum = tg::entry_checksum(e.compiler, e.source_hash, e.binary);
+      e.checksum = tg::runtime::entry_checksum(e.compiler, e.source_hash, e.binary);
     }
   };
   BOOST_TEST(edit_entries(cache, unloadable) == first.stats["compiled"]);

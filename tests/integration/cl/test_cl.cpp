@@ -480,11 +480,11 @@ BOOST_AUTO_TEST_CASE(incomplete_pocl_binary_is_an_error_not_an_abort) {
 // values, a 256 x 256 matmul and 1000 (and 37) values elementwise against the host's loops.
 BOOST_AUTO_TEST_CASE(workgroup_opts_match_the_host) {
   require_usable();
-  tg::test::workgroup::check_workgroup_opts(tg::device("CL"));
+  tg::test::workgroup::check_workgroup_opts(tg::runtime::device("CL"));
 }
 
 // BEAM=2 with LOCAL/GROUP/GROUPTOP/PADTO among its actions picks opts that give the host's values.
 BOOST_AUTO_TEST_CASE(beam_with_workgroup_actions_matches_the_host) {
   require_usable();
-  tg::test::workgroup::check_beam(tg::device("CL"));
+  tg::test::workgroup::check_beam(tg::runtime::device("CL"));
 }

@@ -121,9 +121,9 @@ struct Rendered {
   tg::sdk::LaunchDims dims;
 };
 Rendered render_one(Device& dev, const tg::Tensor& t) {
-  std::vector<tg::ScheduleItemView> items = t.schedule();
+  std::vector<tg::engine::ScheduleItemView> items = t.schedule();
   BOOST_TEST_REQUIRE(items.size() == 1u);
-  tg::LinearProgram prog = tg::lower_kernel(items[0].ast, dev.renderer().caps());
+  tg::codegen::LinearProgram prog = tg::codegen::lower_kernel(items[0].ast, dev.renderer().caps());
   std::vector<const tg::UOp*> view = prog.view();
   Blob src;
   BOOST_TEST_REQUIRE(dev.renderer().render(prog.name, view, src).ok());

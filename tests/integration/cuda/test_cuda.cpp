@@ -64,11 +64,11 @@ std::string render_tc_matmul(tg::sdk::Device& dev, int64_t tc, tg::Scalar in) {
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_,
                         {UOp::make(Ops::INDEX, out->dtype(), {out, i * idx(16) + j}), sum});
   UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, i, j})});
-  LinearProgram p =
-      lower_kernel(ast, dev.renderer().caps(),
-                   LowerOptions{.name = "tc_matmul", .opts = std::vector<Opt>{{OptOps::TC, 0, tc}}});
+  codegen::LinearProgram p =
+      codegen::lower_kernel(ast, dev.renderer().caps(),
+                   codegen::LowerOptions{.name = "tc_matmul", .opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, tc}}});
   sdk::Blob src;
-  check(dev.renderer().render(p.name, p.view(), src), "render", p.name);
+  runtime::check(dev.renderer().render(p.name, p.view(), src), "render", p.name);
   return std::string(src.text());
 }
 
@@ -181,11 +181,11 @@ BOOST_AUTO_TEST_CASE(kernels_without_local_ids_use_global_ids) {
   UOpRef r = UOp::range(idx(1000), 0);
   UOpRef x = UOp::make(Ops::LOAD, dtypes::float32, {UOp::make(Ops::INDEX, in->dtype(), {in, r})});
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, r}), x + 1.0});
-  LinearProgram p =
-      lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}), dev->renderer().caps(),
-                   LowerOptions{.name = "add_one", .opts = std::vector<Opt>{}});
+  codegen::LinearProgram p =
+      codegen::lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}), dev->renderer().caps(),
+                   codegen::LowerOptions{.name = "add_one", .opts = std::vector<codegen::Opt>{}});
   sdk::Blob src;
-  check(dev->renderer().render(p.name, p.view(), src), "render", p.name);
+  runtime::check(dev->renderer().render(p.name, p.view(), src), "render", p.name);
   std::string text(src.text());
   BOOST_TEST(text.starts_with("// tg: gidx0 is a global id"), text);
   BOOST_TEST(text.find("(blockIdx.x*blockDim.x+threadIdx.x)") != std::string::npos, text);
@@ -207,17 +207,17 @@ BOOST_AUTO_TEST_CASE(upcasts_load_and_store_vectors) {
   UOpRef r = UOp::range(idx(1024), 0);
   UOpRef x = UOp::make(Ops::LOAD, dtypes::float32, {UOp::make(Ops::INDEX, in->dtype(), {in, r})});
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, r}), x * 2.0});
-  LinearProgram p =
-      lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}), dev->renderer().caps(),
-                   LowerOptions{.name = "twice", .opts = std::vector<Opt>{{OptOps::UPCAST, 0, 4}}});
+  codegen::LinearProgram p =
+      codegen::lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}), dev->renderer().caps(),
+                   codegen::LowerOptions{.name = "twice", .opts = std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 0, 4}}});
   sdk::Blob src, bin;
-  check(dev->renderer().render(p.name, p.view(), src), "render", p.name);
+  runtime::check(dev->renderer().render(p.name, p.view(), src), "render", p.name);
   std::string text(src.text());
   BOOST_TEST(text.find("tg_float4 val0 = tg_vload<tg_float4>(data1+") != std::string::npos, text);
   BOOST_TEST(text.find("tg_vstore(data0+") != std::string::npos, text);
   BOOST_TEST(text.find("(alignof(V) - 1)) == 0") != std::string::npos, text);
   BOOST_TEST(text.find("val0.v[3]") != std::string::npos, text);  // scalar arithmetic on the lanes
-  check(dev->compiler().compile(text, bin), "compile", p.name);
+  runtime::check(dev->compiler().compile(text, bin), "compile", p.name);
 }
 
 BOOST_AUTO_TEST_CASE(sm75_refuses_the_tensor_core_by_name) {

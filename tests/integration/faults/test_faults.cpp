@@ -15,7 +15,7 @@
 using tg::Tensor;
 
 BOOST_AUTO_TEST_CASE(allocation_failure_mid_realize_leaves_the_device_usable) {
-  tg::Device& dev = tg::default_device();
+  tg::runtime::Device& dev = tg::runtime::default_device();
   Tensor x = Tensor({1.f, 2.f, 3.f, 4.f}, {4});
   x.realize();
   size_t before = dev.allocator().in_use_bytes();

@@ -55,10 +55,10 @@ std::string render_scale(tg::sdk::Device& dev, tg::DType dt, int64_t n) {
   UOpRef x = UOp::make(Ops::LOAD, dt, {UOp::make(Ops::INDEX, in->dtype(), {in, r})});
   UOpRef v = x * UOp::const_(dt, ConstValue{2.0}) + UOp::const_(dt, ConstValue{1.0});
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, r}), v});
-  LinearProgram p = lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}),
-                                 dev.renderer().caps(), LowerOptions{.name = "scale"});
+  codegen::LinearProgram p = codegen::lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}),
+                                 dev.renderer().caps(), codegen::LowerOptions{.name = "scale"});
   sdk::Blob src;
-  check(dev.renderer().render(p.name, p.view(), src), "render", p.name);
+  runtime::check(dev.renderer().render(p.name, p.view(), src), "render", p.name);
   return std::string(src.text());
 }
 

@@ -67,11 +67,11 @@ std::string render_tc_matmul(tg::sdk::Device& dev) {
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_,
                         {UOp::make(Ops::INDEX, out->dtype(), {out, i * idx(16) + j}), sum});
   UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, i, j})});
-  LinearProgram p =
-      lower_kernel(ast, dev.renderer().caps(),
-                   LowerOptions{.name = "tc_matmul", .opts = std::vector<Opt>{{OptOps::TC, 0, 0}}});
+  codegen::LinearProgram p =
+      codegen::lower_kernel(ast, dev.renderer().caps(),
+                   codegen::LowerOptions{.name = "tc_matmul", .opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}});
   sdk::Blob src;
-  tg::check(dev.renderer().render(p.name, p.view(), src), "render", p.name);
+  tg::runtime::check(dev.renderer().render(p.name, p.view(), src), "render", p.name);
   return std::string(src.text());
 }
 
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(the_simdgroup_layout_is_the_hand_derived_one) {
         BOOST_TEST(row == 4 * (l >> 4 & 1) + 2 * (l >> 2 & 1) + (l >> 1 & 1));
         BOOST_TEST(col == 4 * (l >> 3 & 1) + 2 * (l & 1) + e);
       }
-  tg::sdk::TensorCore ref = tg::interp::metal_simdgroup_8x8();  // what INTERP_TC=metal runs
+  tg::sdk::TensorCore ref = tg::runtime::interp::metal_simdgroup_8x8();  // what INTERP_TC=metal runs
   BOOST_TEST(std::equal(std::begin(ref.a_bits), std::end(ref.a_bits), tc.a_bits));
   BOOST_TEST(std::equal(std::begin(ref.c_bits), std::end(ref.c_bits), tc.c_bits));
 }

@@ -54,11 +54,11 @@ BOOST_AUTO_TEST_CASE(shard_places_one_part_per_device) {
   std::vector<std::string> d = devs();
   Tensor x = Tensor(iota(8, 1.0f), {4, 2}).shard(d, 0);
   BOOST_TEST(x.shape() == Shape({4, 2}));
-  BOOST_TEST(x.device() == canonical_device(d[0]) + "," + canonical_device(d[1]));
+  BOOST_TEST(x.device() == engine::canonical_device(d[0]) + "," + engine::canonical_device(d[1]));
   BOOST_TEST(axis_of(x) == 0);
   std::vector<Tensor> parts = shards(x);
   BOOST_REQUIRE(parts.size() == 2u);
-  BOOST_TEST(parts[0].device() == canonical_device(d[0]));
+  BOOST_TEST(parts[0].device() == engine::canonical_device(d[0]));
   BOOST_TEST(parts[1].to_vector<float>() == std::vector<float>({5, 6, 7, 8}), tt::per_element());
   BOOST_TEST(x.to_vector<float>() == iota(8, 1.0f), tt::per_element());  // gathered on the first device
   Tensor c = Tensor(iota(3, 1.0f), {3}).to(x.device());                  // a full copy on each

@@ -36,11 +36,11 @@ tg::Tensor tensor_of(const json& t) {
 // The QCOM source of each kernel t's schedule runs (the renderer decides the images there).
 std::vector<std::string> sources(const tg::Tensor& t) {
   std::vector<std::string> out;
-  for (const tg::ScheduleItemView& si : t.schedule()) {
+  for (const tg::engine::ScheduleItemView& si : t.schedule()) {
     if (si.ast->op() != tg::Ops::SINK) continue;
-    tg::LinearProgram p = tg::lower_kernel(si.ast, tg::device("QCOM").caps());
+    tg::codegen::LinearProgram p = tg::codegen::lower_kernel(si.ast, tg::runtime::device("QCOM").caps());
     tg::sdk::Blob src;
-    tg::check(tg::device("QCOM").renderer().render(p.name, p.view(), src), "render", p.name);
+    tg::runtime::check(tg::runtime::device("QCOM").renderer().render(p.name, p.view(), src), "render", p.name);
     out.emplace_back(src.text());
   }
   return out;
@@ -65,7 +65,7 @@ std::string compile_with_image(const std::string& image) {
   std::string src = "// tg-qcom image " + image +
                     "\n__kernel void k(__global float* data0, read_only image2d_t data1) { data0[0] = 1.0f; }\n";
   tg::sdk::Blob bin;
-  tg::sdk::Status s = tg::device("QCOM").compiler().compile(src, bin);
+  tg::sdk::Status s = tg::runtime::device("QCOM").compiler().compile(src, bin);
   return s.ok() ? "" : std::string(s.message());
 }
 
@@ -151,10 +151,10 @@ BOOST_AUTO_TEST_CASE(partial_texel_stores_keep_a_buffer) {
   UOpRef v = UOp::make(Ops::LOAD, dtypes::float32, {UOp::make(Ops::INDEX, in->dtype(), {in, r})});
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, r + c(1)}), v});
   UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})});
-  tg::LinearProgram p = tg::lower_kernel(ast, tg::device("QCOM").caps(),
-                                         {.opts = std::vector<tg::Opt>{{tg::OptOps::UPCAST, 0, 4}}});
+  tg::codegen::LinearProgram p = tg::codegen::lower_kernel(ast, tg::runtime::device("QCOM").caps(),
+                                         {.opts = std::vector<tg::codegen::Opt>{{tg::codegen::OptOps::UPCAST, 0, 4}}});
   tg::sdk::Blob shifted;
-  tg::check(tg::device("QCOM").renderer().render(p.name, p.view(), shifted), "render", p.name);
+  tg::runtime::check(tg::runtime::device("QCOM").renderer().render(p.name, p.view(), shifted), "render", p.name);
   std::string text(shifted.text());
   BOOST_TEST(has(text, "vstore4("), text);
   BOOST_TEST(!has(text, "write_only"), text);

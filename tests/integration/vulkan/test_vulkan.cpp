@@ -294,7 +294,7 @@ BOOST_AUTO_TEST_CASE(fused_mulacc_and_signed_zeros) {
 }
 
 BOOST_AUTO_TEST_CASE(dtypes_in_caps_run) {
-  const auto& caps = tg::device("VULKAN").caps();
+  const auto& caps = tg::runtime::device("VULKAN").caps();
   for (tg::DType d : {tg::dtypes::bool_, tg::dtypes::int8, tg::dtypes::uint8, tg::dtypes::int16,
                       tg::dtypes::float16, tg::dtypes::int64, tg::dtypes::uint64, tg::dtypes::float64}) {
     if (!tg::sdk::has_dtype(caps, static_cast<unsigned>(d.scalar()))) continue;
@@ -317,23 +317,23 @@ BOOST_AUTO_TEST_CASE(dtypes_in_caps_run) {
 // any loop after 65535 trips (llvmpipe's loop limit), so the sum without opts is left out.
 BOOST_AUTO_TEST_CASE(workgroup_opts_match_the_host) {
   device();
-  tg::test::workgroup::check_workgroup_opts(tg::device("VULKAN"), 65535);
+  tg::test::workgroup::check_workgroup_opts(tg::runtime::device("VULKAN"), 65535);
 }
 
 // BEAM=2 with LOCAL/GROUP/GROUPTOP/PADTO among its actions picks opts that give the host's values.
 BOOST_AUTO_TEST_CASE(beam_with_workgroup_actions_matches_the_host) {
   device();
-  tg::test::workgroup::check_beam(tg::device("VULKAN"));
+  tg::test::workgroup::check_beam(tg::runtime::device("VULKAN"));
 }
 
 #ifdef TG_SPIRV_VAL
 BOOST_AUTO_TEST_CASE(generated_spirv_validates) {
-  tg::Device& dev = tg::device("VULKAN");
+  tg::runtime::Device& dev = tg::runtime::device("VULKAN");
   int checked = 0;
   for (auto make : {elementwise, int_ops, reduce, matmul, conv_backward}) {
     for (const auto& si : make("VULKAN").schedule()) {
       if (si.ast->op() != tg::Ops::SINK) continue;
-      tg::LinearProgram p = tg::lower_kernel(si.ast, dev.caps());
+      tg::codegen::LinearProgram p = tg::codegen::lower_kernel(si.ast, dev.caps());
       Blob src, bin;
       BOOST_TEST_REQUIRE(dev.renderer().render(p.name, p.view(), src).ok());
       auto s = dev.compiler().compile(src.text(), bin);

@@ -79,12 +79,12 @@ std::vector<T> values(const std::vector<std::byte>& b) {
 }
 
 inline sdk::Device& interp() {
-  static std::unique_ptr<sdk::Device> d(interp::create_interp_device());
+  static std::unique_ptr<sdk::Device> d(runtime::interp::create_interp_device());
   return *d;
 }
 
 // Copies bufs in, runs the program on INTERP (render -> compile -> load -> launch), copies them back.
-inline void run_interp(const LinearProgram& p, std::vector<std::vector<std::byte>>& bufs,
+inline void run_interp(const codegen::LinearProgram& p, std::vector<std::vector<std::byte>>& bufs,
                        std::span<const int64_t> vals = {}) {
   sdk::Device& d = interp();
   sdk::Blob src, bin;
@@ -118,14 +118,14 @@ inline void run_interp(const LinearProgram& p, std::vector<std::vector<std::byte
 
 // INTERP's caps without some native ops, so codegen has to decompose them.
 inline sdk::RendererCaps caps_without(std::initializer_list<Ops> ops) {
-  sdk::RendererCaps c = interp::interp_caps();
+  sdk::RendererCaps c = runtime::interp::interp_caps();
   for (Ops o : ops) c.native_ops[static_cast<int>(o) / 64] &= ~(uint64_t{1} << (static_cast<int>(o) % 64));
   return c;
 }
 
 // A CPU-style target: plain loops, no launch indices.
 inline sdk::RendererCaps cpu_caps() {
-  sdk::RendererCaps c = interp::interp_caps();
+  sdk::RendererCaps c = runtime::interp::interp_caps();
   c.has_local = c.has_shared = false, c.has_threads = true;
   return c;
 }

@@ -27,9 +27,9 @@ const sdk::CDialect& c_dialect() {
   return r;
 }
 
-LinearProgram lower_c(const UOpRef& ast) { return lower_kernel(ast, c_dialect().caps()); }
+codegen::LinearProgram lower_c(const UOpRef& ast) { return codegen::lower_kernel(ast, c_dialect().caps()); }
 
-std::string render(const LinearProgram& p, const sdk::CStyleRenderer& r = c_dialect()) {
+std::string render(const codegen::LinearProgram& p, const sdk::CStyleRenderer& r = c_dialect()) {
   auto v = p.view();
   return r.render_source(p.name, v);
 }
@@ -63,7 +63,7 @@ void run_clang(const std::string& src, const std::string& name, std::vector<std:
 }
 
 // Runs p on INTERP and as clang-compiled C from the same buffers; every output byte must agree.
-void same_as_interp(const LinearProgram& p, const std::vector<std::vector<std::byte>>& inputs,
+void same_as_interp(const codegen::LinearProgram& p, const std::vector<std::vector<std::byte>>& inputs,
                     std::span<const int64_t> vals = {}) {
   auto on_interp = inputs, on_clang = inputs;
   run_interp(p, on_interp, vals);
@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(variables_gates_and_constants) {
 }
 
 BOOST_AUTO_TEST_CASE(launch_indices_need_a_dialect_hook) {
-  LinearProgram p = lower_kernel(add3_ast(), interp::interp_caps());  // gidx0/gidx1
+  codegen::LinearProgram p = codegen::lower_kernel(add3_ast(), runtime::interp::interp_caps());  // gidx0/gidx1
   auto v = p.view();
   sdk::CDialect c;
   sdk::Blob out;
@@ -143,7 +143,7 @@ namespace {
 // A made-up dialect: GPU launch indices, its own type names and op spellings, the default signature.
 class ToyDialect final : public sdk::CStyleRenderer {
  public:
-  ToyDialect() : CStyleRenderer(interp::interp_caps()) {
+  ToyDialect() : CStyleRenderer(runtime::interp::interp_caps()) {
     set_op_format(Ops::ADD, "add({0}, {1})");
     set_op_format(Ops::MUL, Scalar::INT32, "imul({0}, {1})");
     set_type_name(Scalar::FLOAT32, "real");
@@ -157,7 +157,7 @@ class ToyDialect final : public sdk::CStyleRenderer {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(dialect_hooks) {
-  std::string s = render(lower_kernel(add3_ast(), interp::interp_caps()), ToyDialect());
+  std::string s = render(codegen::lower_kernel(add3_ast(), runtime::interp::interp_caps()), ToyDialect());
   BOOST_TEST(
       contains(s, "void E_4_4(real* data0, const real* data1, const real* data2, const real* data3) {"), s);
   BOOST_TEST(contains(s, "int gidx0 = group_id(0); /* 4 */"), s);
@@ -230,7 +230,7 @@ UOpRef fma_ast(DType d, bool mulacc = false) {
   return UOp::sink({end(store(glob(0, d, 4), r, v), {r})});
 }
 
-bool has_op(const LinearProgram& p, Ops op) {
+bool has_op(const codegen::LinearProgram& p, Ops op) {
   return std::any_of(p.uops.begin(), p.uops.end(), [&](const UOpRef& u) { return u->op() == op; });
 }
 
@@ -246,18 +246,18 @@ BOOST_AUTO_TEST_CASE(mulacc_is_fused,
                        if (!ok) ok.message() << "no clang binary on PATH to compile the rendered C";
                        return ok;
                      })) {
-  LinearProgram p32 = lower_c(fma_ast(dtypes::float32)), p64 = lower_c(fma_ast(dtypes::float64, true));
+  codegen::LinearProgram p32 = lower_c(fma_ast(dtypes::float32)), p64 = lower_c(fma_ast(dtypes::float64, true));
   BOOST_TEST(!has_op(lower_c(fma_ast(dtypes::float64)), Ops::MULACC));
   BOOST_TEST(has_op(p32, Ops::MULACC));
   BOOST_TEST(contains(render(p32), "__builtin_fmaf("), render(p32));
   BOOST_TEST(contains(render(p64), "__builtin_fma("), render(p64));
   BOOST_TEST(!has_op(lower_c(fma_ast(dtypes::int32)), Ops::MULACC));
-  BOOST_TEST(!has_op(lower_kernel(fma_ast(dtypes::float16), interp::interp_caps()), Ops::MULACC));
+  BOOST_TEST(!has_op(codegen::lower_kernel(fma_ast(dtypes::float16), runtime::interp::interp_caps()), Ops::MULACC));
   // a renderer without MULACC keeps the two roundings
   sdk::RendererCaps basic = c_dialect().caps();
   const int m = static_cast<int>(Ops::MULACC);
   basic.native_ops[m / 64] &= ~(uint64_t{1} << (m % 64));
-  BOOST_TEST(!has_op(lower_kernel(fma_ast(dtypes::float32), basic), Ops::MULACC));
+  BOOST_TEST(!has_op(codegen::lower_kernel(fma_ast(dtypes::float32), basic), Ops::MULACC));
 
   const float a = 1.0f + 0x1p-12f, b = 1.0f - 0x1p-12f;
   std::vector<std::vector<std::byte>> in32 = {std::vector<std::byte>(16),

@@ -22,7 +22,7 @@ const sdk::RendererCaps kNoMath =
 // out[i] = op(x[i] [, y[i]]) lowered for caps and run on INTERP.
 template <typename T>
 std::vector<T> apply(Ops op, DType d, const std::vector<T>& x, const std::vector<T>& y = {},
-                     const sdk::RendererCaps& caps = kNoMath, LinearProgram* prog = nullptr) {
+                     const sdk::RendererCaps& caps = kNoMath, codegen::LinearProgram* prog = nullptr) {
   int64_t n = static_cast<int64_t>(x.size());
   UOpRef r = range(n, 0);
   std::vector<UOpRef> src{load(glob(1, d, n), r)};
@@ -30,7 +30,7 @@ std::vector<T> apply(Ops op, DType d, const std::vector<T>& x, const std::vector
   if (!y.empty()) src.push_back(load(glob(2, d, n), r)), bufs.push_back(bytes(y));
   DType out_t = group::Comparison.contains(op) ? dtypes::bool_ : d;
   UOpRef ast = UOp::sink({end(store(glob(0, out_t, n), r, UOp::make(op, out_t, std::move(src))), {r})});
-  LinearProgram p = lower_kernel(ast, caps);
+  codegen::LinearProgram p = codegen::lower_kernel(ast, caps);
   for (const UOpRef& u : p.uops) BOOST_TEST_REQUIRE(u->op() != op, "not decomposed: " << p.str());
   if (prog) *prog = p;
   run_interp(p, bufs);
@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(small_rewrites_keep_values) {
                                       load(glob(3, dtypes::int32, 3), r)})),
                      {r})});
   std::vector<std::vector<std::byte>> bufs{bytes(std::vector<int32_t>(3)), bytes(p), bytes(q), bytes(c)};
-  run_interp(lower_kernel(ast, kNoMath), bufs);
+  run_interp(codegen::lower_kernel(ast, kNoMath), bufs);
   std::vector<int32_t> want{10, -48, 1};  // p*q + 1
   BOOST_TEST(values<int32_t>(bufs[0]) == want, boost::test_tools::per_element());
   auto tr = apply(Ops::TRUNC, dtypes::float32, std::vector<float>{-2.7f, 2.5f, 1e9f, -0.25f, 16777215.5f});
@@ -177,7 +177,7 @@ BOOST_AUTO_TEST_CASE(cmpeq_from_cmpne) {
   UOpRef r = range(n, 0);
   UOpRef a = load(glob(1, dtypes::int32, n), r), b = load(glob(2, dtypes::int32, n), r);
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::bool_, n), r, a->eq(b)), {r})});
-  LinearProgram p = lower_kernel(ast, kNoMath);
+  codegen::LinearProgram p = codegen::lower_kernel(ast, kNoMath);
   for (const UOpRef& u : p.uops) BOOST_TEST(u->op() != Ops::CMPEQ);
   std::vector<std::vector<std::byte>> bufs{std::vector<std::byte>(4),
                                            bytes(std::vector<int32_t>{1, 2, 3, -4}),

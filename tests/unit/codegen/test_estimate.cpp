@@ -30,21 +30,21 @@ UOpRef add3_ast() {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(matmul_on_loops) {
-  LinearProgram p = lower_kernel(matmul_ast(), cpu_caps());
-  Estimate e = estimate(p);
+  codegen::LinearProgram p = codegen::lower_kernel(matmul_ast(), cpu_caps());
+  codegen::Estimate e = estimate(p);
   BOOST_TEST(e.ops == 2 * 4 * 8 * 3, p.str());      // one MUL and one ADD per (i, j, k)
   BOOST_TEST(e.bytes == 32 * 4 + 24 * 4 + 12 * 4);  // a and b read, out written
 }
 
 BOOST_AUTO_TEST_CASE(matmul_on_launch_indices) {
-  LinearProgram p = lower_kernel(matmul_ast(), interp::interp_caps());
+  codegen::LinearProgram p = codegen::lower_kernel(matmul_ast(), runtime::interp::interp_caps());
   BOOST_REQUIRE(p.launch_dims({}).global[0] * p.launch_dims({}).global[1] == 12u);  // i and j are gidx
   BOOST_TEST(estimate(p).ops == 2 * 4 * 8 * 3, p.str());
 }
 
 BOOST_AUTO_TEST_CASE(matmul_computes_what_is_counted) {
   // a = 1..32 row-major, b = all 2: out[i][j] = 2 * sum_k (8i + k + 1) = 2 * (64i + 36)
-  LinearProgram p = lower_kernel(matmul_ast(), cpu_caps());
+  codegen::LinearProgram p = codegen::lower_kernel(matmul_ast(), cpu_caps());
   std::vector<float> a(32), b(24, 2.0f);
   for (int n = 0; n < 32; n++) a[n] = static_cast<float>(n + 1);
   std::vector<std::vector<std::byte>> bufs = {bytes(std::vector<float>(12, 0.0f)), bytes(a), bytes(b)};
@@ -55,8 +55,8 @@ BOOST_AUTO_TEST_CASE(matmul_computes_what_is_counted) {
 }
 
 BOOST_AUTO_TEST_CASE(elementwise_and_given_sizes) {
-  LinearProgram p = lower_kernel(add3_ast(), cpu_caps());
-  Estimate e = estimate(p);
+  codegen::LinearProgram p = codegen::lower_kernel(add3_ast(), cpu_caps());
+  codegen::Estimate e = estimate(p);
   BOOST_TEST(e.ops == 2 * 16);        // two ADDs per element; the index math 4r + c is not counted
   BOOST_TEST(e.bytes == 4 * 16 * 4);  // three inputs read, one output written, 64 bytes each
   std::vector<int64_t> nbytes = {100, 10, 20, 30};
@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(symbolic_loop_uses_the_variable_value) {
   UOpRef r = UOp::range(n, 0);
   UOpRef out = glob(0, dtypes::float32, 10), a = glob(1, dtypes::float32, 10);
   UOpRef v = load(a, r) * load(a, r) + UOp::const_(dtypes::float32, 1.0);
-  LinearProgram p = lower_kernel(UOp::sink({end(store(out, r, v), {r})}), cpu_caps());
+  codegen::LinearProgram p = codegen::lower_kernel(UOp::sink({end(store(out, r, v), {r})}), cpu_caps());
   BOOST_REQUIRE(p.vars.size() == 1u);
   std::vector<int64_t> vals = {5};
   BOOST_TEST(estimate(p, vals).ops == 2 * 5, p.str());

@@ -23,7 +23,7 @@ sdk::RendererCaps cpu8() {
   c.max_vector_width = 8;
   return c;
 }
-sdk::RendererCaps gpu() { return interp::interp_caps(); }  // workgroups and shared memory
+sdk::RendererCaps gpu() { return runtime::interp::interp_caps(); }  // workgroups and shared memory
 
 // out[i] = sum_r x[i, r] (rows) or sum_r x[r, i] (columns) of an n x n matrix.
 UOpRef sum_ast(int64_t n, bool rows) {
@@ -42,7 +42,7 @@ UOpRef transpose_ast(int64_t n) {
 
 std::string run(void (*step)(const Kernel&, Plan&), const Kernel& k, Plan& p) {
   step(k, p);
-  return opts_str(p.opts);
+  return codegen::opts_str(p.opts);
 }
 
 }  // namespace
@@ -75,8 +75,8 @@ BOOST_AUTO_TEST_CASE(tensor_core_step) {
   UOpRef ast = UOp::sink(
       {end(store(glob(0, dtypes::float32, 32 * 16), i * idx(16) + j, reduce(a * b, {r}, Ops::ADD)), {i, j})});
   sdk::RendererCaps tc = gpu();
-  tc.tensor_core_count = 1, tc.tensor_cores[0] = interp::cuda_mma_m16n8k16();
-  BOOST_TEST(opts_str(*tensor_core(ast, tc)) ==
+  tc.tensor_core_count = 1, tc.tensor_cores[0] = runtime::interp::cuda_mma_m16n8k16();
+  BOOST_TEST(codegen::opts_str(*tensor_core(ast, tc)) ==
              "[TC(axis=0, arg=0), UPCAST(axis=1, arg=2), UPCAST(axis=0, arg=2)]");
   BOOST_TEST(!tensor_core(ast, gpu()));
 }
@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(group_top_step) {
   UOpRef i = range(64, 0), r = range(4096, 1, AxisType::REDUCE);
   UOpRef v = reduce(load(glob(1, dtypes::float32, 64 * 4096), i * idx(4096) + r), {r}, Ops::ADD);
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 64), i, v), {i})});
-  BOOST_TEST(opts_str(*group_top(Kernel(ast, gpu()))) == "[GROUPTOP(axis=1, arg=16)]");
+  BOOST_TEST(codegen::opts_str(*group_top(Kernel(ast, gpu()))) == "[GROUPTOP(axis=1, arg=16)]");
   BOOST_TEST(!group_top(Kernel(ast, cpu16())));                   // no workgroups
   BOOST_TEST(!group_top(Kernel(matmul_ast(64, 64, 64), gpu())));  // 4096 outputs: too many
   BOOST_TEST(!group_top(Kernel(transpose_ast(64), gpu())));       // nothing to reduce

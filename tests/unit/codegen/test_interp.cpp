@@ -28,7 +28,7 @@ Out run(Ops op, DType in_t, std::initializer_list<In> args, DType out_t = {}) {
     bufs.push_back(bytes(std::vector<In>{a}));
   }
   UOpRef ast = UOp::sink({store(glob(0, out_t, 1), idx(0), UOp::make(op, out_t, std::move(src)))});
-  run_interp(lower_kernel(ast, interp::interp_caps()), bufs);
+  run_interp(codegen::lower_kernel(ast, runtime::interp::interp_caps()), bufs);
   return values<Out>(bufs[0])[0];
 }
 
@@ -37,7 +37,7 @@ Out run_cast(Ops op, DType from, DType to, In a) {
   std::vector<std::vector<std::byte>> bufs{std::vector<std::byte>(sizeof(Out)), bytes(std::vector<In>{a})};
   UOpRef ast =
       UOp::sink({store(glob(0, to, 1), idx(0), UOp::make(op, to, {load(glob(1, from, 1), idx(0))}))});
-  run_interp(lower_kernel(ast, interp::interp_caps()), bufs);
+  run_interp(codegen::lower_kernel(ast, runtime::interp::interp_caps()), bufs);
   return values<Out>(bufs[0])[0];
 }
 
@@ -47,7 +47,7 @@ T where(bool c, T a, T b, DType d) {
                                            bytes(std::vector<T>{a}), bytes(std::vector<T>{b})};
   UOpRef v = load(glob(1, dtypes::bool_, 1), idx(0))
                  ->where(load(glob(2, d, 1), idx(0)), load(glob(3, d, 1), idx(0)));
-  run_interp(lower_kernel(UOp::sink({store(glob(0, d, 1), idx(0), v)}), interp::interp_caps()), bufs);
+  run_interp(codegen::lower_kernel(UOp::sink({store(glob(0, d, 1), idx(0), v)}), runtime::interp::interp_caps()), bufs);
   return values<T>(bufs[0])[0];
 }
 
@@ -142,11 +142,11 @@ BOOST_AUTO_TEST_CASE(threefry_known_answers) {
   // Random123's kat_vectors for threefry2x32_20: counter (c0, c1), key (k0, k1) -> (r0, r1), packed as hi <<
   // 32 | lo
   auto word = [](uint64_t lo, uint64_t hi) { return hi << 32 | lo; };
-  BOOST_TEST((interp::threefry2x32(0, 0) == word(0x6b200159, 0x99ba4efe)));
-  BOOST_TEST((interp::threefry2x32(word(0xffffffff, 0xffffffff), word(0xffffffff, 0xffffffff)) ==
+  BOOST_TEST((runtime::interp::threefry2x32(0, 0) == word(0x6b200159, 0x99ba4efe)));
+  BOOST_TEST((runtime::interp::threefry2x32(word(0xffffffff, 0xffffffff), word(0xffffffff, 0xffffffff)) ==
               word(0x1cb996fc, 0xbb002be7)));
   uint64_t x = word(0x243f6a88, 0x85a308d3), key = word(0x13198a2e, 0x03707344);
-  BOOST_TEST((interp::threefry2x32(x, key) == word(0xc4923a9c, 0x483df7a0)));
+  BOOST_TEST((runtime::interp::threefry2x32(x, key) == word(0xc4923a9c, 0x483df7a0)));
   BOOST_TEST(
       (run<uint64_t, uint64_t>(Ops::THREEFRY, dtypes::uint64, {x, key}) == word(0xc4923a9c, 0x483df7a0)));
 }
@@ -253,8 +253,8 @@ BOOST_AUTO_TEST_CASE(undefined_ops_and_bad_launches_are_errors) {
   BOOST_CHECK_THROW((run<int32_t, int32_t>(Ops::EXP2, dtypes::int32, {1})), std::runtime_error);
   // an out-of-bounds store names the kernel and the access
   UOpRef out = glob(0, dtypes::float32, 2);
-  LinearProgram p =
-      lower_kernel(UOp::sink({store(out, idx(5), UOp::const_(dtypes::float32, 1.0))}), interp::interp_caps());
+  codegen::LinearProgram p =
+      codegen::lower_kernel(UOp::sink({store(out, idx(5), UOp::const_(dtypes::float32, 1.0))}), runtime::interp::interp_caps());
   std::vector<std::vector<std::byte>> bufs{std::vector<std::byte>(8)};
   try {
     run_interp(p, bufs);
@@ -262,19 +262,19 @@ BOOST_AUTO_TEST_CASE(undefined_ops_and_bad_launches_are_errors) {
   } catch (const std::runtime_error& e) {
     BOOST_TEST(std::string(e.what()).find("element 5") != std::string::npos, e.what());
   }
-  BOOST_CHECK_THROW(interp::parse("TGINTERP 1 1:E\nNOT_AN_OP 1 1 0 -1 0 -\n"), FormatError);
-  BOOST_CHECK_THROW(interp::parse("TGINTERP 1 1:E\nADD 6 1 0 -1 2 0 1 -\n"),
+  BOOST_CHECK_THROW(runtime::interp::parse("TGINTERP 1 1:E\nNOT_AN_OP 1 1 0 -1 0 -\n"), FormatError);
+  BOOST_CHECK_THROW(runtime::interp::parse("TGINTERP 1 1:E\nADD 6 1 0 -1 2 0 1 -\n"),
                     FormatError);  // sources not earlier
 }
 
 BOOST_AUTO_TEST_CASE(program_text_round_trips) {
   UOpRef r = range(3, 0);
   UOpRef out = glob(0, dtypes::float32, 3);
-  LinearProgram p =
-      lower_kernel(UOp::sink({end(store(out, r, r->cast(dtypes::float32) * 0.5), {r})}), cpu_caps());
+  codegen::LinearProgram p =
+      codegen::lower_kernel(UOp::sink({end(store(out, r, r->cast(dtypes::float32) * 0.5), {r})}), cpu_caps());
   auto view = p.view();
-  std::string text = interp::serialize(p.name, view);
-  interp::Program q = interp::parse(text);
+  std::string text = runtime::interp::serialize(p.name, view);
+  runtime::interp::Program q = runtime::interp::parse(text);
   BOOST_TEST(q.name == p.name);
   BOOST_REQUIRE(q.insts.size() == p.uops.size());
   for (size_t i = 0; i < q.insts.size(); i++) {
@@ -375,11 +375,11 @@ BOOST_AUTO_TEST_CASE(every_op_on_every_float_dtype) {
 BOOST_AUTO_TEST_CASE(vectors) {
   // out[4r + k] = 2 x[4r + k] + x[4r + 3 - k] + r with x[i] = i: 13r + k + 3
   UOpRef ast = vector_ast();
-  for (const auto& caps : {cpu_caps(), interp::interp_caps()}) {
+  for (const auto& caps : {cpu_caps(), runtime::interp::interp_caps()}) {
     std::vector<float> xs(16);
     for (int i = 0; i < 16; i++) xs[i] = static_cast<float>(i);
     std::vector<std::vector<std::byte>> bufs{bytes(std::vector<float>(16)), bytes(xs)};
-    run_interp(lower_kernel(ast, caps), bufs);
+    run_interp(codegen::lower_kernel(ast, caps), bufs);
     auto o = values<float>(bufs[0]);
     for (int i = 0; i < 16; i++) BOOST_TEST(o[i] == static_cast<float>(13 * (i / 4) + i % 4 + 3));
   }

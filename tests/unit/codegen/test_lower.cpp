@@ -12,11 +12,11 @@ using namespace tgtest;
 namespace {
 
 // UOps of op in p (those that `f` also accepts, when given).
-size_t count_op(const LinearProgram& p, Ops op, const std::function<bool(const UOp&)>& f = {}) {
+size_t count_op(const codegen::LinearProgram& p, Ops op, const std::function<bool(const UOp&)>& f = {}) {
   return static_cast<size_t>(std::count_if(p.uops.begin(), p.uops.end(),
                                            [&](const UOpRef& u) { return u->op() == op && (!f || f(*u)); }));
 }
-size_t pos_of(const LinearProgram& p, const std::function<bool(const UOp&)>& f) {
+size_t pos_of(const codegen::LinearProgram& p, const std::function<bool(const UOp&)>& f) {
   for (size_t i = 0; i < p.uops.size(); i++)
     if (f(*p.uops[i])) return i;
   return p.uops.size();
@@ -48,7 +48,7 @@ UOpRef row_sum_ast() {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(elementwise_on_launch_indices) {
-  LinearProgram p = lower_kernel(add3_ast(), interp::interp_caps(), {.opts = std::vector<Opt>{}});
+  codegen::LinearProgram p = codegen::lower_kernel(add3_ast(), runtime::interp::interp_caps(), {.opts = std::vector<codegen::Opt>{}});
   BOOST_TEST(p.name == "E_4_4");
   BOOST_TEST(count_op(p, Ops::RANGE) == 0u, p.str());
   BOOST_TEST(count_op(p, Ops::SPECIAL) == 2u, p.str());
@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_CASE(elementwise_on_launch_indices) {
 }
 
 BOOST_AUTO_TEST_CASE(elementwise_on_loops) {
-  LinearProgram p = lower_kernel(add3_ast(), cpu_caps());
+  codegen::LinearProgram p = codegen::lower_kernel(add3_ast(), cpu_caps());
   BOOST_TEST(count_op(p, Ops::RANGE) == 2u, p.str());
   BOOST_TEST(count_op(p, Ops::END) == 2u);
   BOOST_TEST(count_op(p, Ops::SPECIAL) == 0u);
@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(elementwise_on_loops) {
 }
 
 BOOST_AUTO_TEST_CASE(reduce_to_accumulator) {
-  LinearProgram p = lower_kernel(row_sum_ast(), cpu_caps());
+  codegen::LinearProgram p = codegen::lower_kernel(row_sum_ast(), cpu_caps());
   BOOST_TEST(p.name == "r_4_8");
   BOOST_TEST(count_op(p, Ops::DEFINE_REG) == 1u, p.str());
   BOOST_TEST(count_op(p, Ops::REDUCE) == 0u);
@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(reduce_to_accumulator) {
   auto out = values<int32_t>(bufs[0]);
   for (int i = 0; i < 4; i++) BOOST_TEST(out[i] == 64 * i + 28);  // sum_{j<8} (8i + j)
 
-  LinearProgram g = lower_kernel(row_sum_ast(), interp::interp_caps());  // the reduce loop stays a loop
+  codegen::LinearProgram g = codegen::lower_kernel(row_sum_ast(), runtime::interp::interp_caps());  // the reduce loop stays a loop
   BOOST_TEST(count_op(g, Ops::RANGE) == 1u, g.str());
   BOOST_TEST(g.launch_dims({}).global[0] == 4u);
   bufs = {bytes(std::vector<int32_t>(4, -1)), bytes(x)};
@@ -124,10 +124,10 @@ BOOST_AUTO_TEST_CASE(reduce_to_accumulator) {
 BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
   const int64_t m = 4, n = 32, k = 8;
   std::vector<float> a = ints(m * k, 7), b = ints(k * n, 5, 3);
-  std::vector<Opt> opts{{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 2, 4}};
+  std::vector<codegen::Opt> opts{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 2, 4}};
   sdk::RendererCaps cpu = cpu_caps();
   cpu.max_vector_width = 8;
-  auto widest = [](const LinearProgram& p) {
+  auto widest = [](const codegen::LinearProgram& p) {
     int w = 1;
     for (const UOpRef& u : p.uops)
       if (!u->dtype().is_ptr()) w = std::max(w, static_cast<int>(u->dtype().count()));
@@ -140,7 +140,7 @@ BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
       return b->op() == Ops::DEFINE_GLOBAL && b->arg_as<int64_t>() == i;
     };
   };
-  LinearProgram v = lower_kernel(matmul_ast(m, n, k), cpu, {.opts = opts});
+  codegen::LinearProgram v = codegen::lower_kernel(matmul_ast(m, n, k), cpu, {.opts = opts});
   BOOST_TEST(widest(v) == 8, v.str());
   // b: 4 unrolled k x 2 chunks; out: 2 rows x 2 chunks; a: scalar loads only
   BOOST_TEST(count_op(v, Ops::LOAD, [&](const UOp& u) { return u.dtype() == f8 && global(2)(u); }) == 8u,
@@ -151,18 +151,18 @@ BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
              0u);
   // 2 rows x 2 chunks x 4 k, each a vector fma onto the accumulator
   BOOST_TEST(count_op(v, Ops::MULACC, [&](const UOp& u) { return u.dtype() == f8; }) == 16u, v.str());
-  LinearProgram g = lower_kernel(matmul_ast(m, n, k), interp::interp_caps(), {.opts = opts});
+  codegen::LinearProgram g = codegen::lower_kernel(matmul_ast(m, n, k), runtime::interp::interp_caps(), {.opts = opts});
   DType f16 = dtypes::float32.vec(16);
   BOOST_TEST(count_op(g, Ops::LOAD, [&](const UOp& u) { return u.dtype() == f16 && global(2)(u); }) == 4u,
              g.str());
   BOOST_TEST(
       count_op(g, Ops::STORE, [&](const UOp& u) { return u.src(1)->dtype() == f16 && global(0)(u); }) == 2u);
   BOOST_TEST(count_op(g, Ops::MULACC, [&](const UOp& u) { return u.dtype().count() > 1; }) == 0u, g.str());
-  sdk::RendererCaps one = interp::interp_caps();
+  sdk::RendererCaps one = runtime::interp::interp_caps();
   one.max_vector_width = 1;
-  LinearProgram s = lower_kernel(matmul_ast(m, n, k), one, {.opts = opts});
+  codegen::LinearProgram s = codegen::lower_kernel(matmul_ast(m, n, k), one, {.opts = opts});
   BOOST_TEST(widest(s) == 1, s.str());
-  for (const LinearProgram* p : {&v, &g, &s}) {
+  for (const codegen::LinearProgram* p : {&v, &g, &s}) {
     std::vector<std::vector<std::byte>> bufs{bytes(std::vector<float>(m * n, -1.0f)), bytes(a), bytes(b)};
     run_interp(*p, bufs);
     std::vector<float> got = values<float>(bufs[0]), want = matmul_ref(a, b, m, n, k);
@@ -176,8 +176,8 @@ BOOST_AUTO_TEST_CASE(padded_load_does_not_touch_memory) {
   UOpRef out = glob(0, dtypes::float32, 6), x = glob(1, dtypes::float32, 4);
   UOpRef valid = idx(0)->lt(r) & r->lt(idx(5));
   UOpRef ast = UOp::sink({end(store(out, r, load(x, r - idx(1), valid)), {r})});
-  for (const auto& caps : {cpu_caps(), interp::interp_caps()}) {
-    LinearProgram p = lower_kernel(ast, caps);
+  for (const auto& caps : {cpu_caps(), runtime::interp::interp_caps()}) {
+    codegen::LinearProgram p = codegen::lower_kernel(ast, caps);
     std::vector<std::vector<std::byte>> bufs{bytes(std::vector<float>(6, -1.0f)),
                                              bytes(std::vector<float>{1, 2, 3, 4})};
     run_interp(p, bufs);  // x[-1] and x[4] would be out of bounds: INTERP throws if they are read
@@ -196,7 +196,7 @@ BOOST_AUTO_TEST_CASE(two_reduces_one_after_the_other) {
     UOpRef mx = reduce(load(x, r0 * idx(3) + rk), {rk}, Ops::MAX);
     UOpRef s = reduce(load(x, r0 * idx(3) + rj) - mx, {rj}, Ops::ADD);
     UOpRef ast = UOp::sink({end(store(out, r0, s), {r0})});
-    LinearProgram p = lower_kernel(ast, cpu_caps());
+    codegen::LinearProgram p = codegen::lower_kernel(ast, cpu_caps());
     BOOST_TEST(count_op(p, Ops::DEFINE_REG) == 2u, p.str());
     BOOST_TEST(count_op(p, Ops::RANGE) == 3u, p.str());  // a shared range is cloned: one loop per reduce
     std::vector<std::vector<std::byte>> bufs{bytes(std::vector<float>(2, 99.0f)),
@@ -217,8 +217,8 @@ BOOST_AUTO_TEST_CASE(reduce_inside_a_reduce) {
   UOpRef x = glob(1, dtypes::int32, 6);
   UOpRef ast = UOp::sink({end(
       store(glob(0, dtypes::int32, 2), ri, reduce(load(x, ri * idx(3) + rj) * cnt, {rj}, Ops::ADD)), {ri})});
-  for (const auto& caps : {cpu_caps(), interp::interp_caps()}) {
-    LinearProgram p = lower_kernel(ast, caps);
+  for (const auto& caps : {cpu_caps(), runtime::interp::interp_caps()}) {
+    codegen::LinearProgram p = codegen::lower_kernel(ast, caps);
     std::vector<std::vector<std::byte>> bufs{bytes(std::vector<int32_t>(2)),
                                              bytes(std::vector<int32_t>{1, 2, 3, 4, 5, 6})};
     run_interp(p, bufs);
@@ -232,7 +232,7 @@ BOOST_AUTO_TEST_CASE(loop_invariant_reduce_is_hoisted) {
   UOpRef ri = range(3, 0), rj = range(4, 1, AxisType::REDUCE);
   UOpRef out = glob(0, dtypes::int32, 3), a = glob(1, dtypes::int32, 3), b = glob(2, dtypes::int32, 4);
   UOpRef ast = UOp::sink({end(store(out, ri, load(a, ri) + reduce(load(b, rj), {rj}, Ops::ADD)), {ri})});
-  LinearProgram p = lower_kernel(ast, cpu_caps());
+  codegen::LinearProgram p = codegen::lower_kernel(ast, cpu_caps());
   size_t loop_i = pos_of(p, [](const UOp& u) { return u.op() == Ops::RANGE && u.arg_as<AxisArg>().id == 0; });
   size_t loop_j = pos_of(p, [](const UOp& u) { return u.op() == Ops::RANGE && u.arg_as<AxisArg>().id == 1; });
   BOOST_TEST(loop_j < loop_i, p.str());
@@ -250,8 +250,8 @@ BOOST_AUTO_TEST_CASE(two_outputs_share_one_loop) {
   UOpRef v = load(x, r);
   UOpRef ast = UOp::sink({end(store(o0, r, v + UOp::const_(dtypes::int32, 1)), {r}),
                           end(store(o1, r, v * UOp::const_(dtypes::int32, 2)), {r})});
-  for (const auto& caps : {cpu_caps(), interp::interp_caps()}) {
-    LinearProgram p = lower_kernel(ast, caps);
+  for (const auto& caps : {cpu_caps(), runtime::interp::interp_caps()}) {
+    codegen::LinearProgram p = codegen::lower_kernel(ast, caps);
     BOOST_TEST(count_op(p, Ops::END) == (caps.has_local ? 0u : 1u), p.str());
     std::vector<std::vector<std::byte>> bufs{bytes(std::vector<int32_t>(5)), bytes(std::vector<int32_t>(5)),
                                              bytes(std::vector<int32_t>{3, 1, 4, 1, 5})};
@@ -268,8 +268,8 @@ BOOST_AUTO_TEST_CASE(symbolic_size) {
   UOpRef r = UOp::range(n, 0);
   UOpRef out = glob(0, dtypes::float32, 16), x = glob(1, dtypes::float32, 16);
   UOpRef ast = UOp::sink({end(store(out, r, load(x, r) * UOp::const_(dtypes::float32, 2.0)), {r})});
-  for (const auto& caps : {cpu_caps(), interp::interp_caps()}) {
-    LinearProgram p = lower_kernel(ast, caps);
+  for (const auto& caps : {cpu_caps(), runtime::interp::interp_caps()}) {
+    codegen::LinearProgram p = codegen::lower_kernel(ast, caps);
     BOOST_TEST(p.name == "E_n");
     BOOST_TEST(p.vars.size() == 1u);
     const int64_t vals[] = {5};
@@ -289,9 +289,9 @@ BOOST_AUTO_TEST_CASE(launch_dims_are_grouped_and_split) {
   UOpRef i = ((ra * idx(3) + rb) * idx(4) + rc) * idx(5) + rd;
   UOpRef out = glob(0, dtypes::int32, 120);
   UOpRef ast = UOp::sink({end(store(out, i, i->cast(dtypes::int32)), {ra, rb, rc, rd})});
-  sdk::RendererCaps caps = interp::interp_caps();
+  sdk::RendererCaps caps = runtime::interp::interp_caps();
   caps.global_max[0] = caps.global_max[1] = caps.global_max[2] = 8;
-  LinearProgram p = lower_kernel(ast, caps);
+  codegen::LinearProgram p = codegen::lower_kernel(ast, caps);
   auto d = p.launch_dims({});
   BOOST_TEST(static_cast<int>(d.global[0] * d.global[1] * d.global[2]) == 120, p.str());
   for (int k = 0; k < 3; k++) BOOST_TEST(d.global[k] <= 8u);
@@ -303,8 +303,8 @@ BOOST_AUTO_TEST_CASE(launch_dims_are_grouped_and_split) {
   // one loop of 64 on a device allowing 8: split into 8 x 8
   UOpRef r = range(64, 0);
   UOpRef out64 = glob(0, dtypes::int32, 64);
-  LinearProgram q = lower_kernel(UOp::sink({end(store(out64, r, r->cast(dtypes::int32)), {r})}), caps,
-                                 {.opts = std::vector<Opt>{}});
+  codegen::LinearProgram q = codegen::lower_kernel(UOp::sink({end(store(out64, r, r->cast(dtypes::int32)), {r})}), caps,
+                                 {.opts = std::vector<codegen::Opt>{}});
   auto dq = q.launch_dims({});
   BOOST_TEST(dq.global[0] * dq.global[1] * dq.global[2] == 64u, q.str());
   bufs = {bytes(std::vector<int32_t>(64, -1))};
@@ -321,7 +321,7 @@ BOOST_AUTO_TEST_CASE(index_dtype_widens_only_where_needed) {
   UOpRef ast = UOp::sink({end(store(out, r * idx(int64_t{1} << 20), UOp::const_(dtypes::int8, 1)), {r})});
   sdk::RendererCaps gpu = cpu_caps();
   gpu.has_local = true;
-  LinearProgram p = lower_kernel(ast, gpu);
+  codegen::LinearProgram p = codegen::lower_kernel(ast, gpu);
   for (const UOpRef& u : p.uops) {
     BOOST_TEST(u->dtype().scalar() != Scalar::INDEX, p.str());
     if (u->op() == Ops::RANGE) BOOST_TEST(u->dtype() == dtypes::int32);
@@ -329,12 +329,12 @@ BOOST_AUTO_TEST_CASE(index_dtype_widens_only_where_needed) {
   }
   // A CPU-style renderer computes every index of a kernel that divides none in int64, the loop's too (no
   // sign extension per address); one that divides an index (r % 3) keeps int32 where the value fits.
-  LinearProgram c = lower_kernel(ast, cpu_caps());
+  codegen::LinearProgram c = codegen::lower_kernel(ast, cpu_caps());
   for (const UOpRef& u : c.uops)
     if (u->op() == Ops::RANGE) BOOST_TEST(u->dtype() == dtypes::int64, c.str());
   UOpRef small = glob(0, dtypes::int32, 4096);
   UOpRef divides = UOp::sink({end(store(small, r, (r % idx(3))->cast(dtypes::int32)), {r})});
-  LinearProgram d = lower_kernel(divides, cpu_caps());
+  codegen::LinearProgram d = codegen::lower_kernel(divides, cpu_caps());
   for (const UOpRef& u : d.uops) {
     BOOST_TEST(u->dtype() != dtypes::int64, d.str());
     if (u->op() == Ops::RANGE) BOOST_TEST(u->dtype() == dtypes::int32);
@@ -346,21 +346,21 @@ BOOST_AUTO_TEST_CASE(index_dtype_widens_only_where_needed) {
   // A CPU-style renderer without int64 keeps int32 where the values fit.
   sdk::RendererCaps no64 = cpu_caps();
   no64.dtypes &= ~(uint64_t{1} << static_cast<int>(Scalar::INT64));
-  LinearProgram n = lower_kernel(UOp::sink({end(store(small, r, r->cast(dtypes::int32)), {r})}), no64);
+  codegen::LinearProgram n = codegen::lower_kernel(UOp::sink({end(store(small, r, r->cast(dtypes::int32)), {r})}), no64);
   for (const UOpRef& u : n.uops) BOOST_TEST(u->dtype() != dtypes::int64, n.str());
 }
 
 BOOST_AUTO_TEST_CASE(bad_asts_are_rejected) {
-  BOOST_CHECK_THROW(lower_kernel(UOp::const_(dtypes::float32, 1.0), cpu_caps()), ValueError);
+  BOOST_CHECK_THROW(codegen::lower_kernel(UOp::const_(dtypes::float32, 1.0), cpu_caps()), ValueError);
   UOpRef r = range(4, 0);
   UOpRef out = glob(0, dtypes::float32, 4);
   UOpRef never_closed = UOp::sink({store(out, r, UOp::const_(dtypes::float32, 1.0))});
-  BOOST_CHECK_THROW(lower_kernel(never_closed, cpu_caps()), ValueError);
+  BOOST_CHECK_THROW(codegen::lower_kernel(never_closed, cpu_caps()), ValueError);
   // bfloat16 on a renderer without it
   sdk::RendererCaps caps = cpu_caps();
   caps.dtypes &= ~(uint64_t{1} << static_cast<int>(Scalar::BFLOAT16));
   UOpRef bf = glob(0, dtypes::bfloat16, 4);
   BOOST_CHECK_THROW(
-      lower_kernel(UOp::sink({end(store(bf, r, UOp::const_(dtypes::bfloat16, 1.0)), {r})}), caps),
+      codegen::lower_kernel(UOp::sink({end(store(bf, r, UOp::const_(dtypes::bfloat16, 1.0)), {r})}), caps),
       NotSupportedError);
 }

@@ -36,7 +36,7 @@ sdk::RendererCaps c_caps() {
 bool has_clang() { return std::system("clang --version > /dev/null 2>&1") == 0; }
 
 // Renders p as C, compiles it with the clang binary and runs every task core_id in [0, global[0]).
-void run_c(const LinearProgram& p, Bufs& bufs) {
+void run_c(const codegen::LinearProgram& p, Bufs& bufs) {
   std::string src = sdk::CDialect(c_caps()).render_source(p.name, p.view());
   fs::path dir = fs::temp_directory_path() / fmt::format("tg-opts-{}", getpid());
   fs::create_directories(dir);
@@ -59,18 +59,18 @@ void run_c(const LinearProgram& p, Bufs& bufs) {
   fs::remove_all(dir);
 }
 
-LinearProgram lower_with(const UOpRef& ast, const sdk::RendererCaps& caps, std::vector<Opt> opts) {
-  return lower_kernel(ast, caps, {.opts = std::move(opts)});
+codegen::LinearProgram lower_with(const UOpRef& ast, const sdk::RendererCaps& caps, std::vector<codegen::Opt> opts) {
+  return codegen::lower_kernel(ast, caps, {.opts = std::move(opts)});
 }
 
 // out = f(inputs) with opts on INTERP (its own caps and CPU-style caps) and as C: the same bytes as expected.
 // Opts only a CPU-style renderer takes (UPCAST of a reduce axis) skip INTERP's own workgroup caps.
 void check_opts(const UOpRef& ast, const Bufs& inputs, const std::vector<std::byte>& expected,
-                const std::vector<Opt>& opts, bool cpu_only = false) {
-  BOOST_TEST_CONTEXT(opts_str(opts)) {
-    for (const sdk::RendererCaps& caps : {interp::interp_caps(), cpu_caps()}) {
+                const std::vector<codegen::Opt>& opts, bool cpu_only = false) {
+  BOOST_TEST_CONTEXT(codegen::opts_str(opts)) {
+    for (const sdk::RendererCaps& caps : {runtime::interp::interp_caps(), cpu_caps()}) {
       if (cpu_only && caps.has_local) continue;
-      LinearProgram p = lower_with(ast, caps, opts);
+      codegen::LinearProgram p = lower_with(ast, caps, opts);
       BOOST_TEST((p.applied_opts == opts));
       Bufs b = inputs;
       run_interp(p, b);
@@ -78,7 +78,7 @@ void check_opts(const UOpRef& ast, const Bufs& inputs, const std::vector<std::by
                                                 << p.str());
     }
     if (!has_clang()) return;
-    LinearProgram p = lower_with(ast, c_caps(), opts);
+    codegen::LinearProgram p = lower_with(ast, c_caps(), opts);
     Bufs b = inputs;
     run_c(p, b);
     BOOST_TEST((b[0] == expected), "C\n" << sdk::CDialect(c_caps()).render_source(p.name, p.view()));
@@ -109,12 +109,12 @@ BOOST_AUTO_TEST_CASE(elementwise_opts_match_noopt) {
     for (int j = 0; j < 32; j++) out[i * 32 + j] = x[j * 8 + i] * 2.0f + y[i * 32 + j];
   Bufs in{bytes(std::vector<float>(256)), bytes(x), bytes(y)};
   check_opts(elementwise_ast(), in, bytes(out), {});
-  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::UPCAST, 1, 4}});
-  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 2}});
-  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::UPCAST, 1, 32}});  // the whole axis
-  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::THREAD, 0, 2}});
-  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::UPCAST, 1, 8}, {OptOps::THREAD, 1, 2}});
-  check_opts(elementwise_ast(), in, bytes(out), {{OptOps::THREAD, 0, 8}, {OptOps::UPCAST, 1, 4}});
+  check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 1, 4}});
+  check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}});
+  check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 1, 32}});  // the whole axis
+  check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::THREAD, 0, 2}});
+  check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::THREAD, 1, 2}});
+  check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::THREAD, 0, 8}, {codegen::OptOps::UPCAST, 1, 4}});
 }
 
 BOOST_AUTO_TEST_CASE(reduce_opts_match_noopt) {
@@ -127,12 +127,12 @@ BOOST_AUTO_TEST_CASE(reduce_opts_match_noopt) {
   }
   Bufs in{bytes(std::vector<int32_t>(12)), bytes(x)};
   check_opts(masked_max_ast(), in, bytes(out), {});
-  check_opts(masked_max_ast(), in, bytes(out), {{OptOps::UNROLL, 1, 4}});
-  check_opts(masked_max_ast(), in, bytes(out), {{OptOps::UNROLL, 1, 20}});  // no loop left
-  check_opts(masked_max_ast(), in, bytes(out), {{OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 1, 5}});
+  check_opts(masked_max_ast(), in, bytes(out), {{codegen::OptOps::UNROLL, 1, 4}});
+  check_opts(masked_max_ast(), in, bytes(out), {{codegen::OptOps::UNROLL, 1, 20}});  // no loop left
+  check_opts(masked_max_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 1, 5}});
   check_opts(
       masked_max_ast(), in, bytes(out),
-      {{OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 1, 2}, {OptOps::UNROLL, 1, 2}, {OptOps::THREAD, 0, 3}});
+      {{codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 1, 2}, {codegen::OptOps::UNROLL, 1, 2}, {codegen::OptOps::THREAD, 0, 3}});
 }
 
 BOOST_AUTO_TEST_CASE(matmul_opts_match_noopt) {
@@ -142,23 +142,23 @@ BOOST_AUTO_TEST_CASE(matmul_opts_match_noopt) {
   std::vector<std::byte> ref = bytes(matmul_ref(a, b, m, n, k));
   UOpRef ast = matmul_ast(m, n, k);
   check_opts(ast, in, ref, {});
-  check_opts(ast, in, ref, {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 4}});
+  check_opts(ast, in, ref, {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 4}});
   check_opts(
       ast, in, ref,
-      {{OptOps::UPCAST, 1, 8}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}});
-  check_opts(ast, in, ref, {{OptOps::THREAD, 1, 4}, {OptOps::UNROLL, 2, 16}, {OptOps::UPCAST, 0, 8}});
+      {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 2}});
+  check_opts(ast, in, ref, {{codegen::OptOps::THREAD, 1, 4}, {codegen::OptOps::UNROLL, 2, 16}, {codegen::OptOps::UPCAST, 0, 8}});
   // SWAP only reorders the output loops: j's outer loop outside i's.
-  check_opts(ast, in, ref, {{OptOps::SWAP, 0, 1}});
+  check_opts(ast, in, ref, {{codegen::OptOps::SWAP, 0, 1}});
   check_opts(ast, in, ref,
-             {{OptOps::UPCAST, 1, 8},
-              {OptOps::UPCAST, 0, 2},
-              {OptOps::UNROLL, 2, 4},
-              {OptOps::THREAD, 0, 2},
-              {OptOps::SWAP, 0, 1}});
+             {{codegen::OptOps::UPCAST, 1, 8},
+              {codegen::OptOps::UPCAST, 0, 2},
+              {codegen::OptOps::UNROLL, 2, 4},
+              {codegen::OptOps::THREAD, 0, 2},
+              {codegen::OptOps::SWAP, 0, 1}});
   // the big-matmul shape of the AVX2 heuristic: 4 x 16 tile, k by 8, swapped
   check_opts(ast, in, ref,
-             {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 8}, {OptOps::SWAP, 0, 1}});
-  LinearProgram p = lower_with(ast, c_caps(), {{OptOps::UPCAST, 1, 8}, {OptOps::SWAP, 0, 1}});
+             {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 8}, {codegen::OptOps::SWAP, 0, 1}});
+  codegen::LinearProgram p = lower_with(ast, c_caps(), {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::SWAP, 0, 1}});
   BOOST_TEST(p.name == "r_4_8_8_16");  // j outer (4), i (8), UPCAST j | k
 }
 
@@ -169,15 +169,15 @@ BOOST_AUTO_TEST_CASE(non_dividing_axis) {
   Bufs in{bytes(std::vector<float>(m * n)), bytes(a), bytes(b)};
   std::vector<std::byte> ref = bytes(matmul_ref(a, b, m, n, k));
   UOpRef ast = matmul_ast(m, n, k);
-  check_opts(ast, in, ref, {{OptOps::UPCAST, 1, 5}, {OptOps::UPCAST, 0, 3}, {OptOps::UNROLL, 2, 7}});
-  check_opts(ast, in, ref, {{OptOps::THREAD, 0, 3}, {OptOps::UPCAST, 1, 2}});
+  check_opts(ast, in, ref, {{codegen::OptOps::UPCAST, 1, 5}, {codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::UNROLL, 2, 7}});
+  check_opts(ast, in, ref, {{codegen::OptOps::THREAD, 0, 3}, {codegen::OptOps::UPCAST, 1, 2}});
   BOOST_CHECK_EXCEPTION(
-      lower_with(ast, c_caps(), {{OptOps::UPCAST, 1, 4}}), ValueError, [](const ValueError& e) {
+      lower_with(ast, c_caps(), {{codegen::OptOps::UPCAST, 1, 4}}), ValueError, [](const ValueError& e) {
         return std::string(e.what()).find(
                    "UPCAST(axis=1, arg=4): amount 4 does not divide the axis size 10") != std::string::npos;
       });
   // The heuristic never splits an axis that does not divide: here it leaves the kernel alone (too small).
-  BOOST_TEST(hand_coded_optimizations(ast, c_caps()).empty());
+  BOOST_TEST(codegen::hand_coded_optimizations(ast, c_caps()).empty());
 }
 
 BOOST_AUTO_TEST_CASE(unrolled_chains_interleave) {
@@ -185,11 +185,11 @@ BOOST_AUTO_TEST_CASE(unrolled_chains_interleave) {
   // multiply-adds per loop trip. The C keeps every step its own statement, in the order first step of each
   // accumulator, then the second of each, ..., so the two chains overlap instead of one waiting on itself.
   const int64_t m = 4, n = 16, k = 8;
-  std::vector<Opt> opts{{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 2, 4}};
+  std::vector<codegen::Opt> opts{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 2, 4}};
   std::vector<float> a = ints(m * k, 13), b = ints(k * n, 5, 3);
   check_opts(matmul_ast(m, n, k), {bytes(std::vector<float>(m * n)), bytes(a), bytes(b)},
              bytes(matmul_ref(a, b, m, n, k)), opts);
-  LinearProgram p = lower_with(matmul_ast(m, n, k), c_caps(), opts);
+  codegen::LinearProgram p = lower_with(matmul_ast(m, n, k), c_caps(), opts);
   std::istringstream src(sdk::CDialect(c_caps()).render_source(p.name, p.view()));
   std::vector<bool>
       from_register;  // per multiply-add statement: accumulates onto the register (a chain's start)
@@ -206,7 +206,7 @@ BOOST_AUTO_TEST_CASE(unrolled_chains_interleave) {
 
 BOOST_AUTO_TEST_CASE(invalid_opts_name_the_opt) {
   UOpRef ast = matmul_ast(8, 32, 16);
-  auto fails_with = [&](Opt o, const std::string& what) {
+  auto fails_with = [&](codegen::Opt o, const std::string& what) {
     try {
       lower_with(ast, c_caps(), {o});
     } catch (const ValueError& e) {
@@ -217,39 +217,39 @@ BOOST_AUTO_TEST_CASE(invalid_opts_name_the_opt) {
     }
     BOOST_ERROR("no error for " << o.str());
   };
-  fails_with({OptOps::UPCAST, 3, 4}, "axis out of range (the kernel has 3 axes)");
-  fails_with({OptOps::UPCAST, -1, 4}, "axis out of range");
-  fails_with({OptOps::THREAD, 2, 2}, "THREAD takes an output axis");
-  fails_with({OptOps::UNROLL, 0, 2}, "UNROLL takes a reduce axis");
-  fails_with({OptOps::UNROLL, 2, 3}, "amount 3 does not divide the axis size 16");
-  fails_with({OptOps::UPCAST, 0, 0}, "amount 0 does not divide");
-  fails_with({OptOps::SWAP, 0, 2}, "SWAP takes two output axes");
-  fails_with({OptOps::SWAP, 0, 0}, "the other axis must be a different axis");
-  fails_with({OptOps::SWAP, 1, 5}, "the other axis must be a different axis below 3");
-  BOOST_CHECK_EXCEPTION(lower_with(ast, c_caps(), {{OptOps::UPCAST, 0, 8}, {OptOps::SWAP, 0, 1}}), ValueError,
+  fails_with({codegen::OptOps::UPCAST, 3, 4}, "axis out of range (the kernel has 3 axes)");
+  fails_with({codegen::OptOps::UPCAST, -1, 4}, "axis out of range");
+  fails_with({codegen::OptOps::THREAD, 2, 2}, "THREAD takes an output axis");
+  fails_with({codegen::OptOps::UNROLL, 0, 2}, "UNROLL takes a reduce axis");
+  fails_with({codegen::OptOps::UNROLL, 2, 3}, "amount 3 does not divide the axis size 16");
+  fails_with({codegen::OptOps::UPCAST, 0, 0}, "amount 0 does not divide");
+  fails_with({codegen::OptOps::SWAP, 0, 2}, "SWAP takes two output axes");
+  fails_with({codegen::OptOps::SWAP, 0, 0}, "the other axis must be a different axis");
+  fails_with({codegen::OptOps::SWAP, 1, 5}, "the other axis must be a different axis below 3");
+  BOOST_CHECK_EXCEPTION(lower_with(ast, c_caps(), {{codegen::OptOps::UPCAST, 0, 8}, {codegen::OptOps::SWAP, 0, 1}}), ValueError,
                         [](const ValueError& e) {
                           return std::string(e.what()).find("has no loop left") != std::string::npos;
                         });
-  BOOST_CHECK_THROW(lower_with(ast, c_caps(), {{OptOps::THREAD, 0, 2}, {OptOps::THREAD, 1, 2}}), ValueError);
+  BOOST_CHECK_THROW(lower_with(ast, c_caps(), {{codegen::OptOps::THREAD, 0, 2}, {codegen::OptOps::THREAD, 1, 2}}), ValueError);
   sdk::RendererCaps serial = sdk::CDialect::default_caps();
   serial.has_threads = false;
-  fails_with({OptOps::UPCAST, 0, 16}, "amount 16 does not divide the axis size 8");
-  BOOST_CHECK_THROW(lower_kernel(ast, serial, {.opts = std::vector<Opt>{{OptOps::THREAD, 0, 2}}}),
+  fails_with({codegen::OptOps::UPCAST, 0, 16}, "amount 16 does not divide the axis size 8");
+  BOOST_CHECK_THROW(codegen::lower_kernel(ast, serial, {.opts = std::vector<codegen::Opt>{{codegen::OptOps::THREAD, 0, 2}}}),
                     ValueError);
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
   // On a CPU: j: a is reused along it and c is contiguous -> two vectors (32); i: b is reused -> 8 rows; k
   // by 8 with j's loop outside i's (a strip of b stays in L1); i over the two threads.
-  std::vector<Opt> want{{OptOps::UPCAST, 1, 32},
-                        {OptOps::UPCAST, 0, 8},
-                        {OptOps::UNROLL, 2, 8},
-                        {OptOps::THREAD, 0, 2},
-                        {OptOps::SWAP, 0, 1}};
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 32},
+                        {codegen::OptOps::UPCAST, 0, 8},
+                        {codegen::OptOps::UNROLL, 2, 8},
+                        {codegen::OptOps::THREAD, 0, 2},
+                        {codegen::OptOps::SWAP, 0, 1}};
   UOpRef ast = matmul_ast(64, 64, 64);
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
-  LinearProgram p = lower_kernel(ast, c_caps());
-  BOOST_TEST(opts_str(p.applied_opts) == opts_str(want));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
+  codegen::LinearProgram p = codegen::lower_kernel(ast, c_caps());
+  BOOST_TEST(codegen::opts_str(p.applied_opts) == codegen::opts_str(want));
   BOOST_TEST(p.name == "r_2_2_4_8_32_8_8");  // THREAD, j, i, UPCAST i, UPCAST j | k, UNROLL k
   BOOST_TEST(p.launch_dims({}).global[0] == 2u);
   {
@@ -263,23 +263,23 @@ BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
     // (all 16) spilled the operands.
     sdk::RendererCaps avx2 = c_caps();
     avx2.max_vector_width = 8;
-    std::vector<Opt> tile{{OptOps::UPCAST, 1, 16},
-                          {OptOps::UPCAST, 0, 4},
-                          {OptOps::UNROLL, 2, 8},
-                          {OptOps::THREAD, 0, 2},
-                          {OptOps::SWAP, 0, 1}};
-    BOOST_TEST(opts_str(hand_coded_optimizations(ast, avx2)) == opts_str(tile));
+    std::vector<codegen::Opt> tile{{codegen::OptOps::UPCAST, 1, 16},
+                          {codegen::OptOps::UPCAST, 0, 4},
+                          {codegen::OptOps::UNROLL, 2, 8},
+                          {codegen::OptOps::THREAD, 0, 2},
+                          {codegen::OptOps::SWAP, 0, 1}};
+    BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, avx2)) == codegen::opts_str(tile));
   }
   {
     // A workgroup device (registers per work item are few) keeps one vector by 4.
     sdk::RendererCaps gpu = c_caps();
     gpu.has_local = true;
-    std::vector<Opt> small{{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 4}};
-    BOOST_TEST(opts_str(hand_coded_optimizations(ast, gpu)) == opts_str(small));
+    std::vector<codegen::Opt> small{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 4}};
+    BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, gpu)) == codegen::opts_str(small));
   }
   {
     env::Scoped noopt(env::NOOPT, 1);
-    LinearProgram q = lower_kernel(ast, c_caps());
+    codegen::LinearProgram q = codegen::lower_kernel(ast, c_caps());
     BOOST_TEST(q.applied_opts.empty());
     BOOST_TEST(q.name == "r_64_64_64");
   }
@@ -287,25 +287,25 @@ BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
   sdk::RendererCaps serial = c_caps();
   serial.has_threads = false;
   want.erase(want.begin() + 3);
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, serial)) == opts_str(want));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, serial)) == codegen::opts_str(want));
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_big_matmul_swaps_loops) {
   // b (reused along i) would stream again once per trip of i's loop; with j's loop outside, a 32-column
   // strip of b stays cached, and k (walking that strip) unrolls by 8.
-  std::vector<Opt> want{{OptOps::UPCAST, 1, 32},
-                        {OptOps::UPCAST, 0, 8},
-                        {OptOps::UNROLL, 2, 8},
-                        {OptOps::THREAD, 0, 2},
-                        {OptOps::SWAP, 0, 1}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(2048, 2048, 2048), c_caps())) == opts_str(want));
-  BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(1024, 1024, 1024), c_caps())) == opts_str(want));
-  BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(512, 512, 512), c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 32},
+                        {codegen::OptOps::UPCAST, 0, 8},
+                        {codegen::OptOps::UNROLL, 2, 8},
+                        {codegen::OptOps::THREAD, 0, 2},
+                        {codegen::OptOps::SWAP, 0, 1}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(2048, 2048, 2048), c_caps())) == codegen::opts_str(want));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(1024, 1024, 1024), c_caps())) == codegen::opts_str(want));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(512, 512, 512), c_caps())) == codegen::opts_str(want));
   // A conv's dw shape: b is 8 MiB but only 64 columns wide, so a 32-column strip is 4 MiB and would not
   // stay cached either way: no swap, k by 4.
   want.pop_back();
   want[2].arg = 4;
-  BOOST_TEST(opts_str(hand_coded_optimizations(matmul_ast(288, 64, 32768), c_caps())) == opts_str(want));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(288, 64, 32768), c_caps())) == codegen::opts_str(want));
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_odd_axis_takes_an_odd_tile) {
@@ -315,9 +315,9 @@ BOOST_AUTO_TEST_CASE(heuristic_odd_axis_takes_an_odd_tile) {
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
   UOpRef ast = matmul_ast(25, 32, 576);
-  std::vector<Opt> want{
-      {OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 5}, {OptOps::UNROLL, 2, 2}, {OptOps::THREAD, 1, 2}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, avx2)) == opts_str(want));
+  std::vector<codegen::Opt> want{
+      {codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 5}, {codegen::OptOps::UNROLL, 2, 2}, {codegen::OptOps::THREAD, 1, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, avx2)) == codegen::opts_str(want));
   std::vector<float> a = ints(25 * 576, 13), b = ints(576 * 32, 7, 3);
   Bufs in{bytes(std::vector<float>(25 * 32)), bytes(a), bytes(b)};
   check_opts(ast, in, bytes(matmul_ref(a, b, 25, 32, 576)), want);
@@ -332,11 +332,11 @@ BOOST_AUTO_TEST_CASE(heuristic_rows_take_the_nearest_divisor) {
   avx2.max_vector_width = 8;
   for (auto [rows, tile, unroll] : {std::tuple{10, 5, 2}, std::tuple{6, 3, 8}}) {
     UOpRef ast = matmul_ast(rows, 32, 64);
-    std::vector<Opt> got = hand_coded_optimizations(ast, avx2);
+    std::vector<codegen::Opt> got = codegen::hand_coded_optimizations(ast, avx2);
     BOOST_REQUIRE(got.size() >= 3u);
-    std::vector<Opt> head(got.begin(), got.begin() + 3),
-        want{{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, tile}, {OptOps::UNROLL, 2, unroll}};
-    BOOST_TEST(opts_str(head) == opts_str(want));
+    std::vector<codegen::Opt> head(got.begin(), got.begin() + 3),
+        want{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, tile}, {codegen::OptOps::UNROLL, 2, unroll}};
+    BOOST_TEST(codegen::opts_str(head) == codegen::opts_str(want));
     std::vector<float> a = ints(rows * 64, 13), b = ints(64 * 32, 7, 3);
     Bufs in{bytes(std::vector<float>(rows * 32)), bytes(a), bytes(b)};
     check_opts(ast, in, bytes(matmul_ref(a, b, rows, 32, 64)), got);
@@ -347,8 +347,8 @@ BOOST_AUTO_TEST_CASE(heuristic_rows_stay_within_the_upcast_bound) {
   // AVX-512 wants 8 rows under a tile of 32 (two vectors). 20 rows: the nearest divisor, 10, makes 320 values
   // (over the 256 bound), so 5 rows, not no rows at all (the CNN's second conv: 2.1x).
   UOpRef ast = matmul_ast(20, 32, 64);
-  std::vector<Opt> want{{OptOps::UPCAST, 1, 32}, {OptOps::UPCAST, 0, 5}, {OptOps::UNROLL, 2, 4}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 32}, {codegen::OptOps::UPCAST, 0, 5}, {codegen::OptOps::UNROLL, 2, 4}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   std::vector<float> a = ints(20 * 64, 13), b = ints(64 * 32, 7, 3);
   check_opts(ast, {bytes(std::vector<float>(20 * 32)), bytes(a), bytes(b)},
              bytes(matmul_ref(a, b, 20, 32, 64)), want);
@@ -361,13 +361,13 @@ BOOST_AUTO_TEST_CASE(heuristic_row_sum) {
   UOpRef x = glob(1, dtypes::float32, 256 * 256);
   UOpRef ast = UOp::sink(
       {end(store(glob(0, dtypes::float32, 256), i, reduce(load(x, i * idx(256) + r), {r}, Ops::ADD)), {i})});
-  std::vector<Opt> want{{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}, {OptOps::THREAD, 0, 2}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::THREAD, 0, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   sdk::RendererCaps gpu = c_caps();
   gpu.has_local = true;
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, gpu)) == "[UNROLL(axis=1, arg=4)]");
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, gpu)) == "[UNROLL(axis=1, arg=4)]");
   // The C adds 16-lane vectors loaded from the row.
-  LinearProgram p = lower_with(ast, c_caps(), want);
+  codegen::LinearProgram p = lower_with(ast, c_caps(), want);
   std::string src = sdk::CDialect(c_caps()).render_source(p.name, p.view());
   BOOST_TEST(src.find("(*((float16*)(data1+") != std::string::npos, src);
   // Small integers: every order of the sum gives the same bytes as summing each row in order.
@@ -388,11 +388,11 @@ BOOST_AUTO_TEST_CASE(reduce_axis_upcast_is_vector_lanes) {
   for (size_t a = 0; a < 8; a++)
     for (size_t b = 0; b < 64; b++) out[a] += xv[a * 64 + b];
   Bufs in{bytes(std::vector<float>(8)), bytes(xv)};
-  check_opts(ast, in, bytes(out), {{OptOps::UPCAST, 1, 16}}, true);
-  check_opts(ast, in, bytes(out), {{OptOps::UPCAST, 1, 64}}, true);  // no loop left
-  check_opts(ast, in, bytes(out), {{OptOps::UPCAST, 1, 8}, {OptOps::UPCAST, 0, 2}, {OptOps::UNROLL, 1, 2}},
+  check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 1, 16}}, true);
+  check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 1, 64}}, true);  // no loop left
+  check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 1, 2}},
              true);
-  check_opts(ast, in, bytes(out), {{OptOps::UPCAST, 1, 4}, {OptOps::UPCAST, 1, 2}, {OptOps::THREAD, 0, 2}},
+  check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 1, 4}, {codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::THREAD, 0, 2}},
              true);
   // a masked MAX over rows of 20 (the padded rows give 0)
   std::vector<int32_t> xm(200), outm(12, 0);
@@ -403,16 +403,16 @@ BOOST_AUTO_TEST_CASE(reduce_axis_upcast_is_vector_lanes) {
     outm[a] = m;
   }
   Bufs inm{bytes(std::vector<int32_t>(12)), bytes(xm)};
-  check_opts(masked_max_ast(), inm, bytes(outm), {{OptOps::UPCAST, 1, 4}}, true);
-  check_opts(masked_max_ast(), inm, bytes(outm), {{OptOps::UPCAST, 1, 5}, {OptOps::UPCAST, 0, 3}}, true);
+  check_opts(masked_max_ast(), inm, bytes(outm), {{codegen::OptOps::UPCAST, 1, 4}}, true);
+  check_opts(masked_max_ast(), inm, bytes(outm), {{codegen::OptOps::UPCAST, 1, 5}, {codegen::OptOps::UPCAST, 0, 3}}, true);
   // a matmul's k in lanes next to the register tile
   const int64_t m = 4, n = 16, k = 32;
   std::vector<float> a = ints(m * k, 13), b = ints(k * n, 5, 3);
   check_opts(matmul_ast(m, n, k), {bytes(std::vector<float>(m * n)), bytes(a), bytes(b)},
              bytes(matmul_ref(a, b, m, n, k)),
-             {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 2}, {OptOps::UPCAST, 2, 4}}, true);
+             {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UPCAST, 2, 4}}, true);
   // A device with workgroups has no such lanes: the opt names the problem.
-  BOOST_CHECK_EXCEPTION(lower_with(ast, interp::interp_caps(), {{OptOps::UPCAST, 1, 16}}), ValueError,
+  BOOST_CHECK_EXCEPTION(lower_with(ast, runtime::interp::interp_caps(), {{codegen::OptOps::UPCAST, 1, 16}}), ValueError,
                         [](const ValueError& e) {
                           return std::string(e.what()).find(
                                      "UPCAST(axis=1, arg=16): UPCAST takes an output "
@@ -443,10 +443,10 @@ BOOST_AUTO_TEST_CASE(heuristic_conv_width_20) {
   UOpRef ast = conv3x3_ast(20, 24);
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
-  std::vector<Opt> want{{OptOps::UPCAST, 2, 20}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 5, 3}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, avx2)) == opts_str(want));
-  std::vector<Opt> want16{{OptOps::UPCAST, 2, 20}, {OptOps::UPCAST, 0, 8}, {OptOps::UNROLL, 5, 3}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want16));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 2, 20}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 5, 3}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, avx2)) == codegen::opts_str(want));
+  std::vector<codegen::Opt> want16{{codegen::OptOps::UPCAST, 2, 20}, {codegen::OptOps::UPCAST, 0, 8}, {codegen::OptOps::UNROLL, 5, 3}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want16));
   // The tile gives the reference's bytes: each output sums its 18 products in (ci, ky, kx) order.
   std::vector<float> iv = ints(2 * 24 * 24, 13), wv = ints(8 * 18, 7, 3), out(8 * 400, 0.0f);
   for (int o = 0; o < 8; o++)
@@ -471,12 +471,12 @@ BOOST_AUTO_TEST_CASE(heuristic_conv_width_24) {
   UOpRef ast = conv3x3_ast(24, 26);
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
-  std::vector<Opt> want{
-      {OptOps::UPCAST, 2, 24}, {OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 5, 3}, {OptOps::THREAD, 0, 2}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, avx2)) == opts_str(want));
-  std::vector<Opt> want16{
-      {OptOps::UPCAST, 2, 24}, {OptOps::UPCAST, 0, 8}, {OptOps::UNROLL, 5, 3}, {OptOps::THREAD, 1, 2}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want16));
+  std::vector<codegen::Opt> want{
+      {codegen::OptOps::UPCAST, 2, 24}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 5, 3}, {codegen::OptOps::THREAD, 0, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, avx2)) == codegen::opts_str(want));
+  std::vector<codegen::Opt> want16{
+      {codegen::OptOps::UPCAST, 2, 24}, {codegen::OptOps::UPCAST, 0, 8}, {codegen::OptOps::UNROLL, 5, 3}, {codegen::OptOps::THREAD, 1, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want16));
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_strip_sum) {
@@ -487,8 +487,8 @@ BOOST_AUTO_TEST_CASE(heuristic_strip_sum) {
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 16 * 64), c * idx(64) + l,
                                     reduce(load(x, c * idx(256 * 64) + m * idx(64) + l), {m}, Ops::ADD)),
                               {c, l})});
-  std::vector<Opt> want{{OptOps::UPCAST, 1, 64}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 64}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   // Same bytes as summing each strip lane in order.
   std::vector<float> xv(16 * 256 * 64), out(16 * 64, 0.0f);
   for (size_t n = 0; n < xv.size(); n++) xv[n] = static_cast<float>((n * 7919) % 101) * 0.013f - 0.6f;
@@ -507,8 +507,8 @@ BOOST_AUTO_TEST_CASE(heuristic_strip_sum_with_a_broadcast) {
   UOpRef d = load(x, c * idx(256 * 64) + m * idx(64) + l) - load(mu, c);
   UOpRef ast = UOp::sink(
       {end(store(glob(0, dtypes::float32, 16 * 64), c * idx(64) + l, reduce(d * d, {m}, Ops::ADD)), {c, l})});
-  std::vector<Opt> want{{OptOps::UPCAST, 1, 64}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 2}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 64}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   std::vector<float> xv(16 * 256 * 64), muv(16), out(16 * 64, 0.0f);
   for (size_t n = 0; n < xv.size(); n++) xv[n] = static_cast<float>((n * 7919) % 101) * 0.013f - 0.6f;
   for (size_t n = 0; n < muv.size(); n++) muv[n] = static_cast<float>(n) * 0.0625f - 0.5f;
@@ -527,16 +527,16 @@ BOOST_AUTO_TEST_CASE(heuristic_elementwise_1m) {
   UOpRef a = glob(1, dtypes::float32, n), b = glob(2, dtypes::float32, n);
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, n), i, load(a, i) + load(b, i)), {i})});
   // No UPCAST for elementwise kernels (the target's loop vectorizer does better), only threads.
-  std::vector<Opt> want{{OptOps::THREAD, 0, 2}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::THREAD, 0, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   // The same kernel as 1024 x 1024: the outer axis is threaded.
   UOpRef r0 = range(1024, 0), r1 = range(1024, 1);
   UOpRef j = r0 * idx(1024) + r1;
   UOpRef ast2 = UOp::sink({end(store(glob(0, dtypes::float32, n), j, load(a, j) + load(b, j)), {r0, r1})});
-  std::vector<Opt> want2{{OptOps::THREAD, 0, 2}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast2, c_caps())) == opts_str(want2));
+  std::vector<codegen::Opt> want2{{codegen::OptOps::THREAD, 0, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast2, c_caps())) == codegen::opts_str(want2));
   // Small kernels are left alone.
-  BOOST_TEST(hand_coded_optimizations(elementwise_ast(), c_caps()).empty());
+  BOOST_TEST(codegen::hand_coded_optimizations(elementwise_ast(), c_caps()).empty());
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_transposing_copy_gets_a_tile) {
@@ -548,8 +548,8 @@ BOOST_AUTO_TEST_CASE(heuristic_transposing_copy_gets_a_tile) {
   UOpRef ast = UOp::sink(
       {end(store(glob(0, dtypes::float32, 3840 * 4), n * idx(3840) + c * idx(120) + h * idx(20) + w, v),
            {n, c, h, w})});
-  std::vector<Opt> want{{OptOps::UPCAST, 1, 4}, {OptOps::UPCAST, 3, 4}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 4}, {codegen::OptOps::UPCAST, 3, 4}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   std::vector<float> xv(3840 * 4), bv(32), out(3840 * 4);
   for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 7919) % 101) * 0.25f - 12.0f;
   for (size_t i = 0; i < bv.size(); i++) bv[i] = static_cast<float>(i) * 0.5f;
@@ -568,8 +568,8 @@ BOOST_AUTO_TEST_CASE(heuristic_transposing_copy_gets_a_tile) {
       {end(store(glob(0, dtypes::float32, 4 * 64 * 36), n2 * idx(2304) + h2 * idx(384) + w2 * idx(64) + c2,
                  load(y, n2 * idx(2304) + c2 * idx(36) + h2 * idx(6) + w2)),
            {n2, h2, w2, c2})});
-  std::vector<Opt> want2{{OptOps::UPCAST, 2, 3}, {OptOps::UPCAST, 3, 4}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast2, c_caps())) == opts_str(want2));
+  std::vector<codegen::Opt> want2{{codegen::OptOps::UPCAST, 2, 3}, {codegen::OptOps::UPCAST, 3, 4}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast2, c_caps())) == codegen::opts_str(want2));
   std::vector<float> yv(4 * 64 * 36), out2(yv.size());
   for (size_t i = 0; i < yv.size(); i++) yv[i] = static_cast<float>(i % 97) - 48.0f;
   for (size_t a = 0; a < 4; a++)
@@ -581,9 +581,9 @@ BOOST_AUTO_TEST_CASE(heuristic_transposing_copy_gets_a_tile) {
   // store's contiguous axis (w, 20 = 5 x 4).
   sdk::RendererCaps gpu = c_caps();
   gpu.has_local = true;
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, gpu)) == "[UPCAST(axis=3, arg=4)]");
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, gpu)) == "[UPCAST(axis=3, arg=4)]");
   gpu.max_vector_width = 1;
-  BOOST_TEST(hand_coded_optimizations(ast, gpu).empty());
+  BOOST_TEST(codegen::hand_coded_optimizations(ast, gpu).empty());
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_pooled_load_upcasts_by_its_divisor) {
@@ -594,8 +594,8 @@ BOOST_AUTO_TEST_CASE(heuristic_pooled_load_upcasts_by_its_divisor) {
   UOpRef flat = n * idx(3200) + c * idx(400) + h * idx(20) + w;
   UOpRef v = load(x, flat) * load(t, n * idx(800) + c * idx(100) + (h / idx(2)) * idx(10) + w / idx(2));
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 4 * 8 * 400), flat, v), {n, c, h, w})});
-  std::vector<Opt> want{{OptOps::UPCAST, 3, 4}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 3, 4}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   std::vector<float> xv(4 * 8 * 400), tv(4 * 8 * 100), out(xv.size());
   for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 31) % 17) - 8.0f;
   for (size_t i = 0; i < tv.size(); i++) tv[i] = static_cast<float>(i % 13) * 0.5f;
@@ -619,8 +619,8 @@ BOOST_AUTO_TEST_CASE(heuristic_padded_copy_upcasts_its_row) {
   UOpRef v = load(x, n * idx(512) + c * idx(64) + (h - idx(2)) * idx(8) + (w - idx(2)), valid);
   UOpRef flat = n * idx(1152) + c * idx(144) + h * idx(12) + w;
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 8 * 8 * 144), flat, v), {n, c, h, w})});
-  std::vector<Opt> want{{OptOps::UPCAST, 3, 4}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 3, 4}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   std::vector<float> xv(8 * 8 * 64), out(8 * 8 * 144, 0.0f);
   for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 37) % 23) - 11.0f;
   for (size_t p = 0; p < 64; p++)
@@ -639,8 +639,8 @@ BOOST_AUTO_TEST_CASE(heuristic_short_pooled_row_upcasts_whole) {
   UOpRef v = reduce(load(x, at), {kh, kw}, Ops::MAX);
   UOpRef flat = n * idx(800) + c * idx(100) + h * idx(10) + w;
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 4 * 8 * 100), flat, v), {n, c, h, w})});
-  std::vector<Opt> want{{OptOps::UPCAST, 3, 10}, {OptOps::UNROLL, 5, 2}};
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, c_caps())) == opts_str(want));
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 3, 10}, {codegen::OptOps::UNROLL, 5, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   std::vector<float> xv(4 * 8 * 400), out(4 * 8 * 100);
   for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 41) % 29) - 14.0f;
   for (size_t p = 0; p < 32; p++)
@@ -660,10 +660,10 @@ BOOST_AUTO_TEST_CASE(heuristic_unroll_passes_to_the_reduce_axis_before) {
   UOpRef x = glob(1, dtypes::float32, 64 * 32 * 400);
   UOpRef v = reduce(load(x, n * idx(12800) + c * idx(400) + r * idx(16) + j), {n, r}, Ops::ADD);
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 32 * 16), c * idx(16) + j, v), {c, j})});
-  std::vector<Opt> got = hand_coded_optimizations(ast, c_caps());
+  std::vector<codegen::Opt> got = codegen::hand_coded_optimizations(ast, c_caps());
   BOOST_TEST(std::any_of(got.begin(), got.end(),
-                         [](const Opt& o) { return o.op == OptOps::UNROLL && o.axis == 2 && o.arg == 4; }),
-             opts_str(got));
+                         [](const codegen::Opt& o) { return o.op == codegen::OptOps::UNROLL && o.axis == 2 && o.arg == 4; }),
+             codegen::opts_str(got));
   std::vector<float> xv(64 * 32 * 400), out(32 * 16, 0.0f);
   for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 7) % 11) - 5.0f;  // exact sums
   for (size_t b = 0; b < 64; b++)
@@ -719,10 +719,10 @@ BOOST_AUTO_TEST_CASE(heuristic_tile_takes_a_short_axis_whole) {
   ConvLast c = conv3x3_last(4, 6, 16, 64);
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
-  std::vector<Opt> got = hand_coded_optimizations(c.ast, avx2);
+  std::vector<codegen::Opt> got = codegen::hand_coded_optimizations(c.ast, avx2);
   BOOST_TEST(std::any_of(got.begin(), got.end(),
-                         [](const Opt& o) { return o.op == OptOps::UPCAST && o.axis == 1 && o.arg == 6; }),
-             opts_str(got));
+                         [](const codegen::Opt& o) { return o.op == codegen::OptOps::UPCAST && o.axis == 1 && o.arg == 6; }),
+             codegen::opts_str(got));
   check_opts(c.ast, c.in, c.out, got);
 }
 
@@ -730,9 +730,9 @@ BOOST_AUTO_TEST_CASE(heuristic_whole_axis_stays_within_the_upcast_bound) {
   // The same conv with AVX-512, 12x12 inputs to 10x10, 4 -> 32 channels (two vectors): all 10 rows of h
   // would make 320 values (over the 256 bound), so h takes 5, not nothing (2.1x).
   ConvLast c = conv3x3_last(2, 10, 4, 32);
-  std::vector<Opt> got = hand_coded_optimizations(c.ast, c_caps());
+  std::vector<codegen::Opt> got = codegen::hand_coded_optimizations(c.ast, c_caps());
   BOOST_TEST_REQUIRE(got.size() >= 2u);
-  BOOST_TEST(opts_str({got.begin(), got.begin() + 2}) == "[UPCAST(axis=3, arg=32), UPCAST(axis=1, arg=5)]");
+  BOOST_TEST(codegen::opts_str({got.begin(), got.begin() + 2}) == "[UPCAST(axis=3, arg=32), UPCAST(axis=1, arg=5)]");
   check_opts(c.ast, c.in, c.out, got);
 }
 
@@ -755,10 +755,10 @@ BOOST_AUTO_TEST_CASE(nested_reduce) {
   }
   Bufs in{bytes(std::vector<int32_t>(4)), bytes(xv)};
   check_opts(ast, in, bytes(out), {});
-  check_opts(ast, in, bytes(out), {{OptOps::UNROLL, 2, 4}, {OptOps::UPCAST, 0, 2}});
-  check_opts(ast, in, bytes(out), {{OptOps::UPCAST, 0, 4}, {OptOps::UNROLL, 2, 8}, {OptOps::THREAD, 0, 1}});
+  check_opts(ast, in, bytes(out), {{codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::UPCAST, 0, 2}});
+  check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 8}, {codegen::OptOps::THREAD, 0, 1}});
   BOOST_CHECK_EXCEPTION(
-      lower_with(ast, c_caps(), {{OptOps::UNROLL, 1, 2}}), ValueError, [](const ValueError& e) {
+      lower_with(ast, c_caps(), {{codegen::OptOps::UNROLL, 1, 2}}), ValueError, [](const ValueError& e) {
         return std::string(e.what()).find("UNROLL(axis=1, arg=2): a reduce nested") != std::string::npos;
       });
 }
@@ -780,9 +780,9 @@ BOOST_AUTO_TEST_CASE(upcasts_of_a_relayout_copy) {
     for (int64_t c = 0; c < K; c++)
       for (int64_t d = 0; d < J; d++) out[(a * K + c) * J + d] = bv[(c * P + a) * J + d];
   Bufs in{bytes(std::vector<float>(out.size())), bytes(bv)};
-  const Opt t{OptOps::THREAD, 0, 2}, u1{OptOps::UPCAST, 1, 4}, u0{OptOps::UPCAST, 0, 2};
+  const codegen::Opt t{codegen::OptOps::THREAD, 0, 2}, u1{codegen::OptOps::UPCAST, 1, 4}, u0{codegen::OptOps::UPCAST, 0, 2};
   check_opts(ast, in, bytes(out), {t, u1, u0});
-  check_opts(ast, in, bytes(out), {t, u1, u0, {OptOps::UPCAST, 2, 4}});
-  check_opts(ast, in, bytes(out), {t, u1, u0, {OptOps::UPCAST, 1, 4}});
-  check_opts(ast, in, bytes(out), {u1, u0, {OptOps::UPCAST, 2, 4}});
+  check_opts(ast, in, bytes(out), {t, u1, u0, {codegen::OptOps::UPCAST, 2, 4}});
+  check_opts(ast, in, bytes(out), {t, u1, u0, {codegen::OptOps::UPCAST, 1, 4}});
+  check_opts(ast, in, bytes(out), {u1, u0, {codegen::OptOps::UPCAST, 2, 4}});
 }

@@ -10,9 +10,9 @@
 
 using namespace tgtest;
 
-namespace tg {  // printing for BOOST_TEST
+namespace tg::codegen {  // printing for BOOST_TEST
 inline std::ostream& operator<<(std::ostream& o, const Opt& x) { return o << x.str(); }
-}  // namespace tg
+}  // namespace tg::codegen
 
 namespace {
 
@@ -32,8 +32,8 @@ UOpRef matmul_ast() {
   return graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"});
 }
 
-std::vector<Opt> lasts(const std::vector<std::vector<Opt>>& lists) {
-  std::vector<Opt> out;
+std::vector<codegen::Opt> lasts(const std::vector<std::vector<codegen::Opt>>& lists) {
+  std::vector<codegen::Opt> out;
   for (const auto& l : lists) out.push_back(l.back());
   return out;
 }
@@ -41,27 +41,27 @@ std::vector<Opt> lasts(const std::vector<std::vector<Opt>>& lists) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(actions_cover_every_axis) {
-  std::vector<Opt> a = search_actions(matmul_ast(), c_caps());
+  std::vector<codegen::Opt> a = codegen::search_actions(matmul_ast(), c_caps());
   // 2 output axes x (6 UPCAST + THREAD) + SWAP of the two + 6 UNROLL and 3 UPCAST (lanes) of the reduce axis
   BOOST_TEST(a.size() == 24u);
-  BOOST_TEST((a.front() == Opt{OptOps::UPCAST, 0, 2}));
-  BOOST_TEST((a[6] == Opt{OptOps::THREAD, 0, 2}));
-  BOOST_TEST((a[7] == Opt{OptOps::SWAP, 0, 1}));
-  BOOST_TEST((a[20] == Opt{OptOps::UNROLL, 2, 16}));
-  BOOST_TEST((a.back() == Opt{OptOps::UPCAST, 2, 32}));
+  BOOST_TEST((a.front() == codegen::Opt{codegen::OptOps::UPCAST, 0, 2}));
+  BOOST_TEST((a[6] == codegen::Opt{codegen::OptOps::THREAD, 0, 2}));
+  BOOST_TEST((a[7] == codegen::Opt{codegen::OptOps::SWAP, 0, 1}));
+  BOOST_TEST((a[20] == codegen::Opt{codegen::OptOps::UNROLL, 2, 16}));
+  BOOST_TEST((a.back() == codegen::Opt{codegen::OptOps::UPCAST, 2, 32}));
   sdk::RendererCaps serial = sdk::CDialect::default_caps();
   serial.has_threads = serial.has_local = false;
-  BOOST_TEST(search_actions(matmul_ast(), serial).size() == 22u);  // no THREAD without parallel tasks
+  BOOST_TEST(codegen::search_actions(matmul_ast(), serial).size() == 22u);  // no THREAD without parallel tasks
 }
 
 BOOST_AUTO_TEST_CASE(expand_keeps_only_opts_that_apply) {
   // 12: UPCAST 2, 3, 4, THREAD 2 and SWAP with 16; 16: UPCAST 2, 4, 8, 16 and THREAD 2; 20: UNROLL 2, 4, 5.
-  std::vector<Opt> want = {{OptOps::UPCAST, 0, 2}, {OptOps::UPCAST, 0, 3}, {OptOps::UPCAST, 0, 4},
-                           {OptOps::THREAD, 0, 2}, {OptOps::SWAP, 0, 1},   {OptOps::UPCAST, 1, 2},
-                           {OptOps::UPCAST, 1, 4}, {OptOps::UPCAST, 1, 8}, {OptOps::UPCAST, 1, 16},
-                           {OptOps::THREAD, 1, 2}, {OptOps::UNROLL, 2, 2}, {OptOps::UNROLL, 2, 4},
-                           {OptOps::UNROLL, 2, 5}};
-  std::vector<std::vector<Opt>> got = search_expand(matmul_ast(), {}, c_caps());
+  std::vector<codegen::Opt> want = {{codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::UPCAST, 0, 4},
+                           {codegen::OptOps::THREAD, 0, 2}, {codegen::OptOps::SWAP, 0, 1},   {codegen::OptOps::UPCAST, 1, 2},
+                           {codegen::OptOps::UPCAST, 1, 4}, {codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::UPCAST, 1, 16},
+                           {codegen::OptOps::THREAD, 1, 2}, {codegen::OptOps::UNROLL, 2, 2}, {codegen::OptOps::UNROLL, 2, 4},
+                           {codegen::OptOps::UNROLL, 2, 5}};
+  std::vector<std::vector<codegen::Opt>> got = codegen::search_expand(matmul_ast(), {}, c_caps());
   BOOST_TEST(lasts(got) == want, boost::test_tools::per_element());
   for (const auto& l : got) BOOST_TEST(l.size() == 1u);
 }
@@ -69,36 +69,36 @@ BOOST_AUTO_TEST_CASE(expand_keeps_only_opts_that_apply) {
 BOOST_AUTO_TEST_CASE(expand_extends_the_base_and_bounds_the_unrolled_size) {
   // After UPCAST 16 and 4 (64 values) axis 0 has 3 left and axis 1 is used up: UPCAST 3 (192 values),
   // UNROLL 2 (128) and 4 (256) fit; UNROLL 5 (320) does not, and THREAD 2 divides nothing left.
-  std::vector<Opt> base = {{OptOps::UPCAST, 1, 16}, {OptOps::UPCAST, 0, 4}};
-  std::vector<std::vector<Opt>> got = search_expand(matmul_ast(), base, c_caps());
-  std::vector<Opt> want = {{OptOps::UPCAST, 0, 3}, {OptOps::UNROLL, 2, 2}, {OptOps::UNROLL, 2, 4}};
+  std::vector<codegen::Opt> base = {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}};
+  std::vector<std::vector<codegen::Opt>> got = codegen::search_expand(matmul_ast(), base, c_caps());
+  std::vector<codegen::Opt> want = {{codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::UNROLL, 2, 2}, {codegen::OptOps::UNROLL, 2, 4}};
   BOOST_TEST(lasts(got) == want, boost::test_tools::per_element());
   for (const auto& l : got) {
     BOOST_TEST(l.size() == 3u);
-    BOOST_TEST((std::vector<Opt>(l.begin(), l.begin() + 2) == base));
+    BOOST_TEST((std::vector<codegen::Opt>(l.begin(), l.begin() + 2) == base));
   }
-  BOOST_TEST(kMaxSearchUpcast == 256);
+  BOOST_TEST(codegen::kMaxSearchUpcast == 256);
 }
 
 BOOST_AUTO_TEST_CASE(opts_apply_says_whether_apply_opts_throws) {
-  BOOST_TEST(opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 1, 4}}, c_caps()));
-  BOOST_TEST(!opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 1, 5}}, c_caps()));
-  BOOST_TEST(!opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::THREAD, 2, 2}}, c_caps()));
-  BOOST_TEST(opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 2, 4}}, c_caps()));  // lanes of k
+  BOOST_TEST(codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 1, 4}}, c_caps()));
+  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 1, 5}}, c_caps()));
+  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::THREAD, 2, 2}}, c_caps()));
+  BOOST_TEST(codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 2, 4}}, c_caps()));  // lanes of k
   sdk::RendererCaps gpu = c_caps();
   gpu.has_local = true;
-  BOOST_TEST(!opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 2, 4}}, gpu));
-  BOOST_TEST(!opts_apply(matmul_ast(), std::vector<Opt>{{OptOps::UPCAST, 7, 2}}, c_caps()));
+  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 2, 4}}, gpu));
+  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 7, 2}}, c_caps()));
 }
 
 BOOST_AUTO_TEST_CASE(opts_text_round_trips) {
-  std::vector<Opt> opts = {{OptOps::UPCAST, 1, 16}, {OptOps::UNROLL, 2, 4}, {OptOps::THREAD, 0, 12}};
-  std::string text = opts_str(opts);
+  std::vector<codegen::Opt> opts = {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 12}};
+  std::string text = codegen::opts_str(opts);
   BOOST_TEST(text == "[UPCAST(axis=1, arg=16), UNROLL(axis=2, arg=4), THREAD(axis=0, arg=12)]");
-  std::optional<std::vector<Opt>> back = parse_opts(text);
+  std::optional<std::vector<codegen::Opt>> back = codegen::parse_opts(text);
   BOOST_TEST_REQUIRE(back.has_value());
   BOOST_TEST(*back == opts, boost::test_tools::per_element());
-  std::optional<std::vector<Opt>> none = parse_opts("[]");
+  std::optional<std::vector<codegen::Opt>> none = codegen::parse_opts("[]");
   BOOST_TEST_REQUIRE(none.has_value());
   BOOST_TEST(none->empty());
 }
@@ -109,5 +109,5 @@ BOOST_AUTO_TEST_CASE(bad_opts_text_is_rejected) {
         "[UPCAST(axis=-1, arg=4)]", "[UPCAST(axis=1,arg=4)]", "[FOO(axis=1, arg=4)]",
         "[UPCAST(axis=1, arg=4),]", "[UPCAST(axis=1, arg=)]", "[UPCAST(axis=99999999999999999999, arg=4)]",
         "[UPCAST(axis=1, arg=4) UNROLL(axis=2, arg=4)]"})
-    BOOST_TEST(!parse_opts(bad).has_value(), bad);
+    BOOST_TEST(!codegen::parse_opts(bad).has_value(), bad);
 }

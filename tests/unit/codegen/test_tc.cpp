@@ -1,5 +1,5 @@
 // The TC opt: a renderer that declares a tensor core gets the kernel's multiply-add as WMMAs. INTERP runs
-// them with the declared lane layout (CUDA's mma.m16n8k16 here, interp::cuda_mma_m16n8k16): the same bytes as
+// them with the declared lane layout (CUDA's mma.m16n8k16 here, runtime::interp::cuda_mma_m16n8k16): the same bytes as
 // the hand-computed sums, the heuristic's and BEAM's choice, and errors that name the problem.
 #define BOOST_TEST_MODULE codegen_tc
 #include <boost/test/unit_test.hpp>
@@ -17,8 +17,8 @@ namespace {
 using Bufs = std::vector<std::vector<std::byte>>;
 
 sdk::RendererCaps tc_caps() {
-  sdk::RendererCaps c = interp::interp_caps();
-  c.tensor_core_count = 1, c.tensor_cores[0] = interp::cuda_mma_m16n8k16();
+  sdk::RendererCaps c = runtime::interp::interp_caps();
+  c.tensor_core_count = 1, c.tensor_cores[0] = runtime::interp::cuda_mma_m16n8k16();
   return c;
 }
 
@@ -80,8 +80,8 @@ BmmData bmm_data(int64_t rows, int64_t cols, int64_t depth) {
 BOOST_AUTO_TEST_CASE(tc_matmul_matches_the_sums) {
   const int64_t rows = 32, cols = 16, depth = 32;
   auto [xh, wh, want] = bmm_data(rows, cols, depth);
-  LinearProgram p =
-      lower_kernel(bmm_ast(rows, cols, depth), tc_caps(), {.opts = std::vector<Opt>{{OptOps::TC, 0, 0}}});
+  codegen::LinearProgram p =
+      codegen::lower_kernel(bmm_ast(rows, cols, depth), tc_caps(), {.opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}});
   BOOST_TEST(
       std::count_if(p.uops.begin(), p.uops.end(), [](const UOpRef& u) { return u->op() == Ops::WMMA; }) == 1);
   sdk::LaunchDims d = p.launch_dims({});
@@ -98,29 +98,29 @@ BOOST_AUTO_TEST_CASE(tc_warp_tiles_and_workgroups_match_the_sums) {
   const int64_t rows = 64, cols = 64, depth = 48;
   auto [xh, wh, want] = bmm_data(rows, cols, depth);
   struct Case {
-    std::vector<Opt> after;
+    std::vector<codegen::Opt> after;
     int wmmas, threads;
   };
   for (const Case& c : std::vector<Case>{
-           {{{OptOps::UPCAST, 1, 2}}, 2, 32},
-           {{{OptOps::UPCAST, 2, 4}, {OptOps::UPCAST, 1, 2}}, 8, 32},
-           {{{OptOps::LOCAL, 1, 2}, {OptOps::LOCAL, 2, 4}}, 1, 256},
-           {{{OptOps::UPCAST, 1, 2}, {OptOps::UPCAST, 2, 2}, {OptOps::LOCAL, 1, 2}, {OptOps::LOCAL, 2, 2}},
+           {{{codegen::OptOps::UPCAST, 1, 2}}, 2, 32},
+           {{{codegen::OptOps::UPCAST, 2, 4}, {codegen::OptOps::UPCAST, 1, 2}}, 8, 32},
+           {{{codegen::OptOps::LOCAL, 1, 2}, {codegen::OptOps::LOCAL, 2, 4}}, 1, 256},
+           {{{codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::UPCAST, 2, 2}, {codegen::OptOps::LOCAL, 1, 2}, {codegen::OptOps::LOCAL, 2, 2}},
             4,
             128},
        }) {
-    std::vector<Opt> opts{{OptOps::TC, 0, 0}};
+    std::vector<codegen::Opt> opts{{codegen::OptOps::TC, 0, 0}};
     opts.insert(opts.end(), c.after.begin(), c.after.end());
-    LinearProgram p = lower_kernel(bmm_ast(rows, cols, depth), tc_caps(), {.opts = opts});
+    codegen::LinearProgram p = codegen::lower_kernel(bmm_ast(rows, cols, depth), tc_caps(), {.opts = opts});
     BOOST_TEST(std::count_if(p.uops.begin(), p.uops.end(),
                              [](const UOpRef& u) { return u->op() == Ops::WMMA; }) == c.wmmas,
-               opts_str(opts));
+               codegen::opts_str(opts));
     sdk::LaunchDims d = p.launch_dims({});
     BOOST_TEST(d.local[0] == 32u);  // the lane is lidx0: a warp is 32 consecutive work items
-    BOOST_TEST(d.local[0] * d.local[1] * d.local[2] == static_cast<uint32_t>(c.threads), opts_str(opts));
+    BOOST_TEST(d.local[0] * d.local[1] * d.local[2] == static_cast<uint32_t>(c.threads), codegen::opts_str(opts));
     Bufs bufs{bytes_of(std::vector<float>(want.size())), bytes_of(xh), bytes_of(wh)};
     run_interp(p, bufs);
-    BOOST_TEST((bufs[0] == bytes_of(want)), opts_str(opts));
+    BOOST_TEST((bufs[0] == bytes_of(want)), codegen::opts_str(opts));
   }
 }
 
@@ -133,7 +133,7 @@ BOOST_AUTO_TEST_CASE(tc_takes_the_sum_of_converted_products) {
   UOpRef sum = reduce((x * w)->cast(dtypes::float32), {k}, Ops::ADD);
   UOpRef ast = UOp::sink(
       {end(store(glob(0, dtypes::float16, 16 * 8), i * idx(8) + j, sum->cast(dtypes::float16)), {i, j})});
-  BOOST_TEST(opts_str(hand_coded_optimizations(ast, tc_caps())) == "[TC(axis=0, arg=0)]");
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, tc_caps())) == "[TC(axis=0, arg=0)]");
   std::vector<int> xi(16 * 32), wi(32 * 8);
   for (size_t n = 0; n < xi.size(); n++) xi[n] = static_cast<int>((n * 3) % 5);
   for (size_t n = 0; n < wi.size(); n++) wi[n] = static_cast<int>((n * 5) % 3);
@@ -147,68 +147,68 @@ BOOST_AUTO_TEST_CASE(tc_takes_the_sum_of_converted_products) {
       want[a * 8 + b] = half_of(s);  // at most 32 * 4 * 2: exact in half
     }
   Bufs bufs{bytes_of(std::vector<uint16_t>(want.size())), bytes_of(xh), bytes_of(wh)};
-  run_interp(lower_kernel(ast, tc_caps(), {.opts = std::vector<Opt>{{OptOps::TC, 0, 0}}}), bufs);
+  run_interp(codegen::lower_kernel(ast, tc_caps(), {.opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}}), bufs);
   BOOST_TEST((bufs[0] == bytes_of(want)));
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_and_beam_take_a_declared_tensor_core) {
   // 2 x 2 tiles: one warp takes them all; 8 x 16 tiles: 4 x 8 per warp, 2 x 2 warps per workgroup
-  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(32, 16, 32), tc_caps())) ==
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(32, 16, 32), tc_caps())) ==
              "[TC(axis=0, arg=0), UPCAST(axis=2, arg=2), UPCAST(axis=1, arg=2)]");
-  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(128, 128, 32), tc_caps())) ==
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(128, 128, 32), tc_caps())) ==
              "[TC(axis=0, arg=0), UPCAST(axis=2, arg=8), UPCAST(axis=1, arg=4), LOCAL(axis=2, arg=2), "
              "LOCAL(axis=1, arg=2)]");
   // not without one, not for float32 inputs, not for sizes the tile does not divide
-  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(32, 16, 32), interp::interp_caps())).find("TC") ==
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(32, 16, 32), runtime::interp::interp_caps())).find("TC") ==
              std::string::npos);
-  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(32, 16, 32, dtypes::float32), tc_caps())).find("TC") ==
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(32, 16, 32, dtypes::float32), tc_caps())).find("TC") ==
              std::string::npos);
-  BOOST_TEST(opts_str(hand_coded_optimizations(bmm_ast(24, 16, 32), tc_caps())).find("TC") ==
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(24, 16, 32), tc_caps())).find("TC") ==
              std::string::npos);
-  std::vector<Opt> actions = search_actions(bmm_ast(32, 16, 32), tc_caps());
-  BOOST_TEST(std::count(actions.begin(), actions.end(), Opt{OptOps::TC, 0, 0}) == 1);
-  BOOST_TEST(search_actions(bmm_ast(32, 16, 32), interp::interp_caps()).size() + 1 == actions.size());
+  std::vector<codegen::Opt> actions = codegen::search_actions(bmm_ast(32, 16, 32), tc_caps());
+  BOOST_TEST(std::count(actions.begin(), actions.end(), codegen::Opt{codegen::OptOps::TC, 0, 0}) == 1);
+  BOOST_TEST(codegen::search_actions(bmm_ast(32, 16, 32), runtime::interp::interp_caps()).size() + 1 == actions.size());
   // the opts text form round-trips
-  std::optional<std::vector<Opt>> back = parse_opts("[TC(axis=0, arg=0)]");
+  std::optional<std::vector<codegen::Opt>> back = codegen::parse_opts("[TC(axis=0, arg=0)]");
   BOOST_TEST_REQUIRE(back.has_value());
-  BOOST_TEST(opts_str(*back) == "[TC(axis=0, arg=0)]");
+  BOOST_TEST(codegen::opts_str(*back) == "[TC(axis=0, arg=0)]");
 }
 
 BOOST_AUTO_TEST_CASE(tc_errors_name_the_problem) {
-  auto fails_with = [](const UOpRef& ast, const sdk::RendererCaps& caps, std::vector<Opt> opts,
+  auto fails_with = [](const UOpRef& ast, const sdk::RendererCaps& caps, std::vector<codegen::Opt> opts,
                        const std::string& what) {
     try {
-      lower_kernel(ast, caps, {.opts = opts});
+      codegen::lower_kernel(ast, caps, {.opts = opts});
     } catch (const ValueError& e) {
       BOOST_TEST(std::string(e.what()).find(what) != std::string::npos, e.what());
       return;
     }
-    BOOST_ERROR("no error for " << opts_str(opts));
+    BOOST_ERROR("no error for " << codegen::opts_str(opts));
   };
   UOpRef ast = bmm_ast(32, 16, 32);
-  fails_with(ast, interp::interp_caps(), {{OptOps::TC, 0, 0}},
+  fails_with(ast, runtime::interp::interp_caps(), {{codegen::OptOps::TC, 0, 0}},
              "TC(axis=0, arg=0): the 'interp' renderer declares no tensor cores");
-  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 1}}, "declares 1 tensor cores");
-  fails_with(ast, tc_caps(), {{OptOps::TC, 1, 0}}, "axis must be 0");
-  fails_with(ast, tc_caps(), {{OptOps::UPCAST, 1, 2}, {OptOps::TC, 0, 0}}, "TC must be the first opt");
-  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UNROLL, 3, 2}},
+  fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 1}}, "declares 1 tensor cores");
+  fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 1, 0}}, "axis must be 0");
+  fails_with(ast, tc_caps(), {{codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::TC, 0, 0}}, "TC must be the first opt");
+  fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UNROLL, 3, 2}},
              "UNROLL(axis=3, arg=2): after TC only UPCAST and LOCAL of the tile's row or column axis apply");
-  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UPCAST, 0, 2}},
+  fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UPCAST, 0, 2}},
              "after TC the axis must be the tile's row or column axis");
-  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UPCAST, 1, 3}}, "the amount must be 2, 4, 8");
-  fails_with(ast, tc_caps(), {{OptOps::TC, 0, 0}, {OptOps::UPCAST, 1, 2}, {OptOps::LOCAL, 1, 2}},
+  fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UPCAST, 1, 3}}, "the amount must be 2, 4, 8");
+  fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::LOCAL, 1, 2}},
              "LOCAL(axis=1, arg=2): 2 tiles of 16 do not divide into 4 per workgroup");
   sdk::RendererCaps small = tc_caps();
   small.max_local_size = 32;
-  fails_with(ast, small, {{OptOps::TC, 0, 0}, {OptOps::LOCAL, 2, 2}},
+  fails_with(ast, small, {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::LOCAL, 2, 2}},
              "2 warps of 32 exceed the 'interp' renderer's 32 work items per group");
-  fails_with(bmm_ast(24, 16, 32), tc_caps(), {{OptOps::TC, 0, 0}},
+  fails_with(bmm_ast(24, 16, 32), tc_caps(), {{codegen::OptOps::TC, 0, 0}},
              "the 24 x 16 x 32 product does not divide into 16 x 8 x 16 tiles");
   sdk::RendererCaps bad = tc_caps();
   bad.tensor_cores[0].b_bits[1] = bad.tensor_cores[0].b_bits[0];  // element bit 0 twice, lane bit 0 never
-  fails_with(ast, bad, {{OptOps::TC, 0, 0}},
+  fails_with(ast, bad, {{codegen::OptOps::TC, 0, 0}},
              "the tensor core's b_bits do not name each lane bit and element bit once");
-  fails_with(bmm_ast(32, 16, 32, dtypes::float32), tc_caps(), {{OptOps::TC, 0, 0}},
+  fails_with(bmm_ast(32, 16, 32, dtypes::float32), tc_caps(), {{codegen::OptOps::TC, 0, 0}},
              "the sum is not of products of half values into float");
 }
 

@@ -102,10 +102,10 @@ BOOST_AUTO_TEST_CASE(replays_through_a_graph_where_the_device_records_one) {
     std::vector<Tensor> out = f({Tensor(x, {4, 3}), Tensor(y, {4, 3})});
     check_close(out[0].to_vector<float>(), f_by_hand(x, y, 4, 3), 1e-5);
   }
-  const sdk::Device& dev = tg::default_device().plugin();
+  const sdk::Device& dev = tg::runtime::default_device().plugin();
   bool offers = const_cast<sdk::Device&>(dev).extension(sdk::kLaunchGraphExtension) != nullptr;
   BOOST_TEST(f.info().graph == (offers && env::JIT.value() < 2));
-  if (tg::default_device().name() == "INTERP") BOOST_TEST(f.info().graph == (env::JIT.value() < 2));
+  if (tg::runtime::default_device().name() == "INTERP") BOOST_TEST(f.info().graph == (env::JIT.value() < 2));
 }
 
 BOOST_AUTO_TEST_CASE(replay_does_not_schedule_or_compile) {
@@ -114,9 +114,9 @@ BOOST_AUTO_TEST_CASE(replay_does_not_schedule_or_compile) {
     f({Tensor(data(step, 12), {4, 3}), Tensor(data(step + 1, 12), {4, 3})});
   // inputs are realized before the stats are read: creating them is not the JIT's work
   Tensor x = Tensor(data(5, 12), {4, 3}).realize(), y = Tensor(data(6, 12), {4, 3}).realize();
-  RuntimeStats before = runtime_stats();
+  runtime::RuntimeStats before = runtime::runtime_stats();
   std::vector<Tensor> out = f({x, y});
-  RuntimeStats after = runtime_stats();
+  runtime::RuntimeStats after = runtime::runtime_stats();
   BOOST_CHECK_EQUAL(after.scheduled, before.scheduled);
   BOOST_CHECK_EQUAL(after.compiled, before.compiled);
   BOOST_CHECK_EQUAL(after.disk_hits, before.disk_hits);
@@ -169,17 +169,17 @@ void train_case(const char* name) {
     opt = std::make_unique<nn::optim::SGD>(net.params, 0.1, 0.9);
   Jit step = net.step(*opt);
   const json& c = ref["cases"][name];
-  RuntimeStats after_capture;
+  runtime::RuntimeStats after_capture;
   for (size_t s = 0; s < 5; s++) {
     Tensor x = tensor_of(ref["x"][s]), y(ref["y"][s].get<std::vector<int32_t>>());
     float loss = step({x, y})[0].item<float>();
     BOOST_TEST_CONTEXT(name << " step " << s + 1) {
       BOOST_CHECK_CLOSE(loss, c["losses"][s].get<double>(), 1e-2);  // percent
     }
-    if (s == 1) after_capture = runtime_stats();
+    if (s == 1) after_capture = runtime::runtime_stats();
   }
   BOOST_CHECK_EQUAL(step.captures(), 1u);
-  BOOST_CHECK_EQUAL(runtime_stats().compiled, after_capture.compiled);
+  BOOST_CHECK_EQUAL(runtime::runtime_stats().compiled, after_capture.compiled);
   net.check_final(c["final"], name);
 }
 
@@ -213,14 +213,14 @@ BOOST_AUTO_TEST_CASE(host_views_keep_their_values_over_replays) {
     p.assign(p + in[0]).realize();
     return {(p * 10).contiguous()};
   });
-  std::vector<HostView> outs, params;
+  std::vector<engine::HostView> outs, params;
   for (int s = 1; s <= 5; s++) {
     std::vector<Tensor> out = step({Tensor(std::vector<float>{1, 2})});
     outs.push_back(out[0].host_view()), params.push_back(p.host_view());
     check_close(p.to_vector<float>(), {1.0 * s, 2.0 * s}, 0);
   }
   if (outs[0].bytes.data() == nullptr) return;  // this device does not map its buffers to host memory
-  auto first = [](const HostView& v) {
+  auto first = [](const engine::HostView& v) {
     float f;
     std::memcpy(&f, v.bytes.data(), sizeof f);
     return f;
@@ -385,7 +385,7 @@ BOOST_AUTO_TEST_CASE(memory_planner_shares_intermediates) {
       check_close(kept.to_vector<float>(), want, 1e-5);
     }
   }
-  JitInfo fi = f.info(), gi = g.info();
+  engine::JitInfo fi = f.info(), gi = g.info();
   BOOST_CHECK_EQUAL(fi.launches, 6u);
   // f's one realize already put a..e in two buffers by turns (the eager realize plans its intermediates)
   BOOST_CHECK_EQUAL(fi.intermediates, 2u);
@@ -412,7 +412,7 @@ BOOST_AUTO_TEST_CASE(replays_run_in_the_captured_buffers) {
   });
   std::vector<Tensor> xs;
   for (int s = 0; s < 4; s++) xs.push_back(Tensor(data(s, n)).realize());
-  LruAllocator& alloc = device(xs[0].device()).allocator();
+  runtime::LruAllocator& alloc = runtime::device(xs[0].device()).allocator();
   std::vector<size_t> held;
   for (int s = 0; s < 4; s++) {
     std::vector<float> x = xs[static_cast<size_t>(s)].to_vector<float>();
@@ -454,7 +454,7 @@ BOOST_AUTO_TEST_CASE(a_variable_batch_replays_one_capture_at_every_size) {
     Tensor y = in[0].matmul(w);  // (n, 4)
     return {y, y.sum(0), in[0].mean(0)};
   });
-  RuntimeStats after_capture;
+  runtime::RuntimeStats after_capture;
   const int64_t sizes[] = {3, 5, 2, 7, 16, 1};
   for (size_t s = 0; s < std::size(sizes); s++) {
     int64_t b = sizes[s];
@@ -468,12 +468,12 @@ BOOST_AUTO_TEST_CASE(a_variable_batch_replays_one_capture_at_every_size) {
       check_close(out[1].to_vector<float>(), want.col_sums, 1e-5);
       check_close(out[2].to_vector<float>(), want.x_means, 1e-5);
     }
-    if (s == 1) after_capture = runtime_stats();
+    if (s == 1) after_capture = runtime::runtime_stats();
   }
   BOOST_CHECK_EQUAL(calls, 2);  // warm-up at 3, capture at 5; 2, 7, 16 and 1 are replays
   BOOST_CHECK_EQUAL(f.captures(), 1u);
-  BOOST_CHECK_EQUAL(runtime_stats().scheduled, after_capture.scheduled);
-  BOOST_CHECK_EQUAL(runtime_stats().compiled, after_capture.compiled);
+  BOOST_CHECK_EQUAL(runtime::runtime_stats().scheduled, after_capture.scheduled);
+  BOOST_CHECK_EQUAL(runtime::runtime_stats().compiled, after_capture.compiled);
 }
 
 // One attention read of a KV-cache style buffer: q against rows 0..pos of the cache, softmax, weighted sum.
@@ -500,7 +500,7 @@ BOOST_AUTO_TEST_CASE(a_cache_is_written_and_read_at_a_variable_position) {
     Tensor weights = keys.matmul(in[0].reshape({4, 1})).softmax(0);  // (pos+1, 1)
     return {(weights * keys).sum(0)};
   });
-  RuntimeStats after_capture;
+  runtime::RuntimeStats after_capture;
   for (int64_t p = 0; p < 16; p++) {
     std::vector<float> q = data(static_cast<int>(p) + 20, 4), k = data(static_cast<int>(p) + 40, 4);
     std::copy(k.begin(), k.end(), host.begin() + p * 4);
@@ -508,13 +508,13 @@ BOOST_AUTO_TEST_CASE(a_cache_is_written_and_read_at_a_variable_position) {
     BOOST_TEST_CONTEXT("pos " << p) {
       check_close(out.to_vector<float>(), attend_by_hand(host, q, static_cast<size_t>(p)), 1e-5);
     }
-    if (p == 1) after_capture = runtime_stats();
+    if (p == 1) after_capture = runtime::runtime_stats();
   }
   std::vector<double> all(host.begin(), host.end());
   check_close(cache.to_vector<float>(), all, 0);
   BOOST_CHECK_EQUAL(attend.captures(), 1u);
-  BOOST_CHECK_EQUAL(runtime_stats().scheduled, after_capture.scheduled);
-  BOOST_CHECK_EQUAL(runtime_stats().compiled, after_capture.compiled);
+  BOOST_CHECK_EQUAL(runtime::runtime_stats().scheduled, after_capture.scheduled);
+  BOOST_CHECK_EQUAL(runtime::runtime_stats().compiled, after_capture.compiled);
 }
 
 BOOST_AUTO_TEST_CASE(variable_errors) {
@@ -570,7 +570,7 @@ BOOST_AUTO_TEST_CASE(a_training_step_replays_at_every_batch_size) {
   Jit step = net.step(opt, &calls);
   Variable n("n", 1, 8);
   const json& c = reference()["varying_batch"];
-  RuntimeStats after_capture;
+  runtime::RuntimeStats after_capture;
   for (size_t s = 0; s < c["x"].size(); s++) {
     Tensor x = tensor_of(c["x"][s]);
     std::vector<int32_t> labels = c["y"][s].get<std::vector<int32_t>>();
@@ -579,10 +579,10 @@ BOOST_AUTO_TEST_CASE(a_training_step_replays_at_every_batch_size) {
     BOOST_TEST_CONTEXT("step " << s + 1 << ", batch " << labels.size()) {
       BOOST_CHECK_CLOSE(loss, c["losses"][s].get<double>(), 1e-2);  // percent
     }
-    if (s == 1) after_capture = runtime_stats();
+    if (s == 1) after_capture = runtime::runtime_stats();
   }
   BOOST_CHECK_EQUAL(calls, 2);
   BOOST_CHECK_EQUAL(step.captures(), 1u);
-  BOOST_CHECK_EQUAL(runtime_stats().compiled, after_capture.compiled);
+  BOOST_CHECK_EQUAL(runtime::runtime_stats().compiled, after_capture.compiled);
   net.check_final(c["final"], "varying batch");
 }

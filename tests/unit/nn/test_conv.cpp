@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(windows_are_one_view_fused_into_one_kernel) {
   // first and the output copied back after.
   Tensor bx = Tensor::randn({8, 16, 32, 32}).realize(), bw = Tensor::randn({16, 16, 5, 5}).realize();
   Tensor by = bx.conv2d(bw, Tensor(), 1, 2);
-  const sdk::RendererCaps& caps = device(bx.device()).caps();
+  const sdk::RendererCaps& caps = runtime::device(bx.device()).caps();
   bool last =
       !caps.has_local && caps.has_threads && caps.max_vector_width >= 4 && 16 % caps.max_vector_width == 0;
   BOOST_TEST(by.schedule().size() == (last ? 4u : 2u));

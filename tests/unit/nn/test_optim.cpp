@@ -196,7 +196,7 @@ BOOST_AUTO_TEST_CASE(step_is_one_realize_of_few_kernels) {
   std::vector<UOpRef> roots;
   for (const Tensor& t : todo) roots.push_back(t.uop());
   // at most one kernel per written buffer: every update expression is fused into its store
-  BOOST_TEST(schedule_uops(roots).size() <= todo.size());
+  BOOST_TEST(engine::schedule_uops(roots).size() <= todo.size());
   Tensor::realize_all(todo);
   for (const Tensor& p : ps)
     BOOST_TEST((p.uop()->op() == Ops::RESHAPE && p.uop()->src(0)->op() == Ops::BUFFER));

@@ -47,7 +47,7 @@ struct CountingAllocator final : Allocator {
 
 BOOST_AUTO_TEST_CASE(lru_reuses_buffers_of_the_same_size_and_options) {
   CountingAllocator raw(1 << 20);
-  tg::LruAllocator lru(raw, "FAKE:0");
+  tg::runtime::LruAllocator lru(raw, "FAKE:0");
   Handle a = lru.alloc(100);
   lru.free(a, 100);
   BOOST_TEST(lru.cached_bytes() == 100u);
@@ -74,7 +74,7 @@ BOOST_AUTO_TEST_CASE(lru_reuses_buffers_of_the_same_size_and_options) {
 
 BOOST_AUTO_TEST_CASE(lru_cache_is_bounded_and_evicts_the_oldest) {
   CountingAllocator raw(1 << 20);
-  tg::LruAllocator lru(raw, "FAKE:0", 250);
+  tg::runtime::LruAllocator lru(raw, "FAKE:0", 250);
   Handle h[3] = {lru.alloc(100), lru.alloc(100), lru.alloc(100)};
   for (Handle x : h) lru.free(x, 100);
   BOOST_TEST(lru.cached_bytes() == 200u);  // 300 > 250: the first freed went back to the plugin
@@ -92,7 +92,7 @@ BOOST_AUTO_TEST_CASE(lru_cache_is_bounded_and_evicts_the_oldest) {
 
 BOOST_AUTO_TEST_CASE(lru_retries_once_after_out_of_memory) {
   CountingAllocator raw(300);
-  tg::LruAllocator lru(raw, "FAKE:0");
+  tg::runtime::LruAllocator lru(raw, "FAKE:0");
   raw.fail_next = true;  // the first alloc fails; the retry succeeds
   Handle first = lru.alloc(10);
   BOOST_TEST(first != nullptr);
@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(lru_retries_once_after_out_of_memory) {
 
 BOOST_AUTO_TEST_CASE(plugin_status_becomes_the_matching_error) {
   CountingAllocator raw(100);
-  tg::LruAllocator lru(raw, "FAKE:0");
+  tg::runtime::LruAllocator lru(raw, "FAKE:0");
   Handle h = lru.alloc(4);
   std::byte src[4] = {};
   try {
@@ -131,47 +131,47 @@ BOOST_AUTO_TEST_CASE(plugin_status_becomes_the_matching_error) {
     BOOST_TEST(std::string(e.what()) == "[copyin] FAKE:0 copying 4 bytes in: bus error");
   }
   lru.free(h, 4);
-  BOOST_CHECK_THROW(tg::check(Status(Code::out_of_memory, "m"), "op", "c"), tg::OutOfMemoryError);
-  BOOST_CHECK_THROW(tg::check(Status(Code::compile_error, "m"), "op", "c"), tg::CompileError);
-  BOOST_CHECK_THROW(tg::check(Status(Code::invalid_argument, "m"), "op", "c"), tg::ValueError);
-  BOOST_CHECK_THROW(tg::check(Status(Code::unsupported, "m"), "op", "c"), tg::NotSupportedError);
-  BOOST_CHECK_THROW(tg::check(Status(Code::unavailable, "m"), "op", "c"), tg::DeviceError);
-  BOOST_CHECK_NO_THROW(tg::check(Status(), "op", "c"));
+  BOOST_CHECK_THROW(tg::runtime::check(Status(Code::out_of_memory, "m"), "op", "c"), tg::OutOfMemoryError);
+  BOOST_CHECK_THROW(tg::runtime::check(Status(Code::compile_error, "m"), "op", "c"), tg::CompileError);
+  BOOST_CHECK_THROW(tg::runtime::check(Status(Code::invalid_argument, "m"), "op", "c"), tg::ValueError);
+  BOOST_CHECK_THROW(tg::runtime::check(Status(Code::unsupported, "m"), "op", "c"), tg::NotSupportedError);
+  BOOST_CHECK_THROW(tg::runtime::check(Status(Code::unavailable, "m"), "op", "c"), tg::DeviceError);
+  BOOST_CHECK_NO_THROW(tg::runtime::check(Status(), "op", "c"));
   try {
-    tg::check(Status(Code::unsupported, "no views"), "view", "CL:0");
+    tg::runtime::check(Status(Code::unsupported, "no views"), "view", "CL:0");
   } catch (const tg::Error& e) {
     BOOST_TEST(std::string(e.what()) == "[view] CL:0: no views");
   }
 }
 
 BOOST_AUTO_TEST_CASE(device_spec_parses_every_form) {
-  auto s = tg::DeviceSpec::parse("clang");
+  auto s = tg::runtime::DeviceSpec::parse("clang");
   BOOST_TEST(s.name == "CLANG");
   BOOST_TEST(s.index == 0);
   BOOST_TEST(s.renderer.empty());
   BOOST_TEST(s.str() == "CLANG:0");
-  s = tg::DeviceSpec::parse("CUDA:1");
+  s = tg::runtime::DeviceSpec::parse("CUDA:1");
   BOOST_TEST(s.index == 1);
-  s = tg::DeviceSpec::parse("CUDA:1:ptx:sm_80");
+  s = tg::runtime::DeviceSpec::parse("CUDA:1:ptx:sm_80");
   BOOST_TEST(s.name == "CUDA");
   BOOST_TEST(s.index == 1);
   BOOST_TEST(s.renderer == "ptx");
   BOOST_TEST(s.arch == "sm_80");
   BOOST_TEST(s.str() == "CUDA:1:ptx:sm_80");
-  s = tg::DeviceSpec::parse("CUDA:nv");  // the index is optional
+  s = tg::runtime::DeviceSpec::parse("CUDA:nv");  // the index is optional
   BOOST_TEST(s.index == 0);
   BOOST_TEST(s.renderer == "nv");
   for (const char* bad : {"", ":1", "CUDA:", "CUDA::ptx", "CUDA:1x", "CUDA:1:a:b:c", "CUDA:-1", "CU DA", "CUDA=1"})
-    BOOST_CHECK_THROW(tg::DeviceSpec::parse(bad), tg::DeviceError);
+    BOOST_CHECK_THROW(tg::runtime::DeviceSpec::parse(bad), tg::DeviceError);
   try {
-    tg::DeviceSpec::parse("CUDA:1:a:b:c");
+    tg::runtime::DeviceSpec::parse("CUDA:1:a:b:c");
   } catch (const tg::DeviceError& e) {
     BOOST_TEST(
         std::string(e.what()) ==
         "[device] bad device 'CUDA:1:a:b:c': too many fields; expected NAME[:index][:renderer[:arch]]");
   }
   try {
-    tg::DeviceSpec::parse("CLANG:-1");
+    tg::runtime::DeviceSpec::parse("CLANG:-1");
   } catch (const tg::DeviceError& e) {
     BOOST_TEST(std::string(e.what()) ==
                "[device] bad device 'CLANG:-1': the index is a number from 0; expected "

@@ -50,7 +50,7 @@ std::string read_file(const fs::path& p) {
 
 BOOST_AUTO_TEST_CASE(disk_cache_round_trip_and_missing_keys) {
   TempDir dir;
-  tg::DiskCache cache((dir.path / "sub" / "cache.db").string());  // the folder is created
+  tg::runtime::DiskCache cache((dir.path / "sub" / "cache.db").string());  // the folder is created
   BOOST_TEST(fs::exists(dir.path / "sub" / "cache.db"));
   BOOST_TEST(!cache.get("cc-1", "int main(){}").has_value());
   std::vector<std::byte> bin =
@@ -74,12 +74,12 @@ BOOST_AUTO_TEST_CASE(disk_cache_survives_reopening) {
   TempDir dir;
   std::string path = (dir.path / "cache.db").string();
   {
-    tg::DiskCache first(path);
+    tg::runtime::DiskCache first(path);
     first.put("cc", "src", blob("bin"));
   }
-  tg::DiskCache second(path);
+  tg::runtime::DiskCache second(path);
   BOOST_TEST((second.get("cc", "src") == std::optional(blob("bin"))));
-  tg::DiskCache third(path);  // two handles on one file at once
+  tg::runtime::DiskCache third(path);  // two handles on one file at once
   third.put("cc", "src2", blob("bin2"));
   BOOST_TEST((second.get("cc", "src2") == std::optional(blob("bin2"))));
 }
@@ -88,7 +88,7 @@ BOOST_AUTO_TEST_CASE(disk_cache_survives_reopening) {
 BOOST_AUTO_TEST_CASE(disk_cache_entries_are_checked_before_use) {
   TempDir dir;
   std::string path = (dir.path / "cache.db").string();
-  tg::DiskCache cache(path);
+  tg::runtime::DiskCache cache(path);
   cache.put("cc", "kernel a", blob("binary of a"));
   cache.put("cc", "kernel b", blob("binary of b"));
   cache.put("cc", "kernel c", blob("binary of c"));
@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(disk_cache_entries_are_checked_before_use) {
 BOOST_AUTO_TEST_CASE(disk_full_while_writing_loses_nothing_stored_before) {
   TempDir dir;
   std::string path = (dir.path / "cache.db").string();
-  tg::DiskCache cache(path);
+  tg::runtime::DiskCache cache(path);
   cache.put("cc", "kernel a", blob("binary of a"));
   std::vector<std::byte> big(1 << 20, std::byte{0x5a});
   rlimit old_limit{};
@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(disk_full_while_writing_loses_nothing_stored_before) {
   BOOST_TEST(error == "[disk cache] " + path + ": write failed: disk I/O error");
   BOOST_TEST((a_while_full == std::optional(blob("binary of a"))));
   BOOST_TEST(!cache.get("cc", "kernel big").has_value());
-  tg::DiskCache reopened(path);  // another process's view: the file is whole
+  tg::runtime::DiskCache reopened(path);  // another process's view: the file is whole
   BOOST_TEST((reopened.get("cc", "kernel a") == std::optional(blob("binary of a"))));
   BOOST_TEST(!reopened.get("cc", "kernel big").has_value());
   reopened.put("cc", "kernel big", big);
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(disk_cache_rejects_a_corrupt_file_without_touching_it) {
   std::string garbage;
   for (int i = 0; i < 8192; i++) garbage += static_cast<char>((i * 131 + 7) % 251);
   std::ofstream(path, std::ios::binary) << garbage;
-  BOOST_CHECK_THROW(tg::DiskCache(path.string()), tg::FormatError);
+  BOOST_CHECK_THROW(tg::runtime::DiskCache(path.string()), tg::FormatError);
   BOOST_TEST(read_file(path) == garbage);
 }
 
@@ -175,11 +175,11 @@ BOOST_AUTO_TEST_CASE(cache_dir_follows_tg_cache_dir) {
   const char* old = getenv("TG_CACHE_DIR");
   std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
   setenv("TG_CACHE_DIR", "/some/where", 1);
-  BOOST_TEST(tg::cache_dir() == "/some/where");
+  BOOST_TEST(tg::runtime::cache_dir() == "/some/where");
   if (getenv("HOME") == nullptr) setenv("HOME", "/home/tester", 1);
   setenv("TG_CACHE_DIR", "~/c", 1);
-  BOOST_TEST(tg::cache_dir() == std::string(getenv("HOME")) + "/c");
+  BOOST_TEST(tg::runtime::cache_dir() == std::string(getenv("HOME")) + "/c");
   unsetenv("TG_CACHE_DIR");
-  BOOST_TEST(tg::cache_dir().ends_with("/tinygrad.cpp"));
+  BOOST_TEST(tg::runtime::cache_dir().ends_with("/tinygrad.cpp"));
   if (saved) setenv("TG_CACHE_DIR", saved->c_str(), 1);
 }

@@ -26,8 +26,8 @@ const tg_plugin_descriptor* const kOnlyNull[] = {&tg::runtime::null_device_descr
 
 // A registry that sees only the NULL built-in and TG_PLUGIN_PATH, so devices built elsewhere in the
 // tree cannot change the outcome.
-tg::Registry make(std::map<std::string, std::string, std::less<>> env) {
-  return tg::Registry(tg::RegistryConfig{
+tg::runtime::Registry make(std::map<std::string, std::string, std::less<>> env) {
+  return tg::runtime::Registry(tg::runtime::RegistryConfig{
       .env = std::move(env), .search_installed = false, .search_build_tree = false, .builtins = kOnlyNull});
 }
 
@@ -40,7 +40,7 @@ std::string error_of(auto&& f) {
   return "no error";
 }
 
-std::string file_name(const tg::Candidate& c) { return fs::path(c.path).filename().string(); }
+std::string file_name(const tg::runtime::Candidate& c) { return fs::path(c.path).filename().string(); }
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(discovery_lists_builtins_then_every_file_in_order) {
@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(discovery_lists_builtins_then_every_file_in_order) {
                                        "libtg-nodriver.so", "libtg-noplugin.so", "libtg-probefail.so",
                                        "libtg-short.so",    "libtg-stripped.so", "libtg-twodesc.so"};
   BOOST_TEST(files == expected, boost::test_tools::per_element());
-  const tg::Candidate* good = reg.find("FIXTURE_GOOD");
+  const tg::runtime::Candidate* good = reg.find("FIXTURE_GOOD");
   BOOST_REQUIRE(good != nullptr);
   BOOST_TEST(file_name(*good) == "libtg-good.so");
   BOOST_TEST(good->usable);
@@ -70,9 +70,9 @@ BOOST_AUTO_TEST_CASE(discovery_lists_builtins_then_every_file_in_order) {
     for (const auto& c : cands)
       if (file_name(c) == f) return c;
     BOOST_FAIL("no candidate " << f);
-    return tg::Candidate{};
+    return tg::runtime::Candidate{};
   };
-  tg::Candidate good2 = by_file("libtg-good2.so");  // comes later in the same folder
+  tg::runtime::Candidate good2 = by_file("libtg-good2.so");  // comes later in the same folder
   BOOST_TEST(good2.name == "FIXTURE_GOOD");
   BOOST_TEST(!good2.usable);
   BOOST_TEST(good2.reason == "shadowed by " + good->path);
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(discovery_lists_builtins_then_every_file_in_order) {
 BOOST_AUTO_TEST_CASE(plugin_path_files_and_dirs_in_order_first_wins) {
   std::string good2 = test::fixture("libtg-good2.so");
   auto reg = make({{"TG_PLUGIN_PATH", good2 + ":" + test::fixture_dir()}});
-  const tg::Candidate* owner = reg.find("FIXTURE_GOOD");
+  const tg::runtime::Candidate* owner = reg.find("FIXTURE_GOOD");
   BOOST_TEST(owner->version == "2.0.0");
   BOOST_TEST(owner->path == fs::canonical(good2).string());
   auto cands = reg.candidates();
@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(plugin_path_files_and_dirs_in_order_first_wins) {
 }
 
 BOOST_AUTO_TEST_CASE(builtins_come_first_and_null_is_never_the_default) {
-  tg::Registry reg(tg::RegistryConfig{.search_installed = false, .search_build_tree = false});
+  tg::runtime::Registry reg(tg::runtime::RegistryConfig{.search_installed = false, .search_build_tree = false});
   auto builtins = tg::runtime::builtin_devices();
   BOOST_REQUIRE(reg.candidates().size() == builtins.size());
   for (size_t i = 0; i < builtins.size(); ++i) {
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(dev_and_name_shorthand_select_devices) {
   auto reg = make({{"TG_PLUGIN_PATH", dir}, {"DEV", "fixture_good:1"}});
   BOOST_TEST(reg.default_spec(&why).str() == "FIXTURE_GOOD:1");
   BOOST_TEST(why == "DEV=fixture_good:1");
-  tg::Device& d = reg.default_device();
+  tg::runtime::Device& d = reg.default_device();
   BOOST_TEST(d.index() == 1);
   BOOST_TEST(&reg.device("FIXTURE_GOOD:1") == &d);  // opened once
   BOOST_TEST(&reg.device("FIXTURE_GOOD") != &d);
@@ -175,22 +175,22 @@ BOOST_AUTO_TEST_CASE(naming_an_unusable_or_unknown_device_throws_with_the_reason
 
 BOOST_AUTO_TEST_CASE(buffers_round_trip_bytes_through_the_plugin) {
   auto reg = make({{"TG_PLUGIN_PATH", test::fixture_dir()}});
-  tg::Device& dev = reg.device("FIXTURE_GOOD");
+  tg::runtime::Device& dev = reg.device("FIXTURE_GOOD");
   BOOST_TEST(dev.description() == "fixture host-memory device");
   std::array<std::byte, 256> in{}, out{};
   for (size_t i = 0; i < in.size(); ++i) in[i] = std::byte(i);
-  auto buf = std::make_shared<tg::Buffer>(dev, in.size());
+  auto buf = std::make_shared<tg::runtime::Buffer>(dev, in.size());
   BOOST_TEST(!buf->allocated());  // lazy
   buf->copyin(in);
   BOOST_TEST(buf->allocated());
   buf->copyout(out);
   BOOST_TEST((out == in));
-  auto view = std::make_shared<tg::Buffer>(buf, 16, 32);
+  auto view = std::make_shared<tg::runtime::Buffer>(buf, 16, 32);
   std::array<std::byte, 32> part{};
   view->copyout(part);
   BOOST_TEST(std::to_integer<int>(part[0]) == 16);
   BOOST_TEST(std::to_integer<int>(part[31]) == 47);
-  tg::Buffer inner(view, 8, 4);  // a view of a view addresses the root buffer
+  tg::runtime::Buffer inner(view, 8, 4);  // a view of a view addresses the root buffer
   BOOST_TEST(inner.offset() == 24u);
   BOOST_TEST(inner.base() == buf);
   std::array<std::byte, 4> four{std::byte(0xaa), std::byte(0xbb), std::byte(0xcc), std::byte(0xdd)};
@@ -200,29 +200,29 @@ BOOST_AUTO_TEST_CASE(buffers_round_trip_bytes_through_the_plugin) {
   BOOST_TEST(std::to_integer<int>(out[24]) == 0xaa);
   BOOST_TEST(std::to_integer<int>(out[27]) == 0xdd);
   BOOST_TEST(std::to_integer<int>(out[28]) == 28);
-  BOOST_CHECK_THROW(tg::Buffer(buf, 250, 7), tg::IndexError);
+  BOOST_CHECK_THROW(tg::runtime::Buffer(buf, 250, 7), tg::IndexError);
   std::array<std::byte, 257> too_big{};
   BOOST_CHECK_THROW(buf->copyin(too_big), tg::ValueError);
 }
 
 BOOST_AUTO_TEST_CASE(freed_buffers_are_reused_and_oom_flushes_the_cache) {
   auto reg = make({{"TG_PLUGIN_PATH", test::fixture_dir()}, {"DEV", "FIXTURE_GOOD:1"}});
-  tg::Device& dev = reg.default_device();  // a 4096-byte pool
+  tg::runtime::Device& dev = reg.default_device();  // a 4096-byte pool
   void* first = nullptr;
   {
-    tg::Buffer a(dev, 4096);
+    tg::runtime::Buffer a(dev, 4096);
     first = a.handle();
   }
   BOOST_TEST(dev.allocator().cached_bytes() == 4096u);
   {
-    tg::Buffer again(dev, 4096);
+    tg::runtime::Buffer again(dev, 4096);
     BOOST_TEST(again.handle() == first);  // the cached buffer, not a new allocation
   }
-  tg::Buffer other(dev, 1024);  // the pool is held by the cache: OOM, flush, retry
+  tg::runtime::Buffer other(dev, 1024);  // the pool is held by the cache: OOM, flush, retry
   BOOST_TEST(other.handle() != nullptr);
   BOOST_TEST(dev.allocator().cached_bytes() == 0u);
   BOOST_TEST(dev.allocator().in_use_bytes() == 1024u);
-  tg::Buffer huge(dev, 8192);
+  tg::runtime::Buffer huge(dev, 8192);
   BOOST_TEST(
       error_of([&] { huge.handle(); }) ==
       "[alloc] FIXTURE_GOOD:1 is out of memory allocating 8192 bytes (1024 bytes in use, 0 cached bytes "
@@ -231,7 +231,7 @@ BOOST_AUTO_TEST_CASE(freed_buffers_are_reused_and_oom_flushes_the_cache) {
 
 BOOST_AUTO_TEST_CASE(device_compile_load_and_errors) {
   auto reg = make({{"TG_PLUGIN_PATH", test::fixture_dir()}});
-  tg::Device& dev = reg.device("FIXTURE_GOOD");
+  tg::runtime::Device& dev = reg.device("FIXTURE_GOOD");
   BOOST_TEST(dev.compile("int k;").text() == "int k;");
   BOOST_TEST(
       error_of([&] { dev.compile("#error here"); }) ==
@@ -245,16 +245,16 @@ BOOST_AUTO_TEST_CASE(device_compile_load_and_errors) {
 
 BOOST_AUTO_TEST_CASE(null_device_runs_nothing) {
   auto reg = make({});
-  tg::Device& null = reg.device("NULL");
+  tg::runtime::Device& null = reg.device("NULL");
   BOOST_TEST(null.caps().max_vector_width >= 4u);
   for (tg::DType d : tg::dtypes::all_scalars())
     BOOST_TEST(tg::sdk::has_dtype(null.caps(), static_cast<unsigned>(d.scalar())));
-  tg::Buffer a(null, 1 << 30), b(null, 0);  // no memory behind either
+  tg::runtime::Buffer a(null, 1 << 30), b(null, 0);  // no memory behind either
   BOOST_TEST(a.handle() != nullptr);
   BOOST_TEST(b.handle() != nullptr);
   BOOST_TEST(a.handle() != b.handle());
-  auto a_ptr = std::shared_ptr<tg::Buffer>(&a, [](tg::Buffer*) {});
-  tg::Buffer view(a_ptr, 64, 64);
+  auto a_ptr = std::shared_ptr<tg::runtime::Buffer>(&a, [](tg::runtime::Buffer*) {});
+  tg::runtime::Buffer view(a_ptr, 64, 64);
   BOOST_TEST(view.handle() != a.handle());
   BOOST_TEST(null.compile("anything").empty());
   auto program = null.load("k", {});
@@ -272,14 +272,14 @@ BOOST_AUTO_TEST_CASE(misbehaving_probes_are_not_run_in_this_process) {
     BOOST_TEST(reg.default_spec().name == "NULL");
     BOOST_TEST(reg.device("NULL").name() == "NULL");
   }
-  tg::Registry reg(tg::RegistryConfig{.env = {{"TG_PLUGIN_PATH", dir}},
+  tg::runtime::Registry reg(tg::runtime::RegistryConfig{.env = {{"TG_PLUGIN_PATH", dir}},
                                       .search_installed = false,
                                       .search_build_tree = false,
                                       .builtins = kOnlyNull,
                                       .probe_timeout_seconds = 1});
   reg.probe_all(true);
   std::map<std::string, std::string> reasons;
-  for (const tg::Candidate& c : reg.candidates()) reasons[c.name] = c.usable ? "ok" : c.reason;
+  for (const tg::runtime::Candidate& c : reg.candidates()) reasons[c.name] = c.usable ? "ok" : c.reason;
   BOOST_TEST(reasons["NULL"] == "ok");
   BOOST_TEST(reasons["FIXTURE_CRASH"] == "probe() crashed (Segmentation fault)");
   BOOST_TEST(reasons["FIXTURE_EXIT"] == "probe() ended the process (exit status 3) without answering");

@@ -45,7 +45,7 @@ inline UOpRef flip(const UOpRef& x, IntVec f) { return UOp::make(Ops::FLIP, x->d
 
 // ---- leaves ----
 inline UOpRef input(IntVec shape, DType dt = dtypes::float32, const char* dev = "NULL") {
-  UOpRef b = new_buffer(device(dev), numel(shape), dt);
+  UOpRef b = sched::new_buffer(device(dev), numel(shape), dt);
   return reshape(b, std::move(shape));
 }
 inline UOpRef full(IntVec shape, double v, DType dt = dtypes::float32) {
@@ -148,10 +148,10 @@ inline UOpRef sparse_categorical_crossentropy(const UOpRef& logits, const UOpRef
              {reshape(total, {}), reshape(cast(sum(cast(mask, dtypes::int32), {0}), dtypes::float32), {})});
 }
 
-inline std::vector<ScheduleItem> schedule(std::vector<UOpRef> roots, BecomesMap* becomes = nullptr) {
-  BecomesMap b;
-  auto items = create_schedule(UOp::sink(std::move(roots)), becomes ? *becomes : b);
-  for (const ScheduleItem& si : items) BOOST_TEST_MESSAGE(si.str());
+inline std::vector<sched::ScheduleItem> schedule(std::vector<UOpRef> roots, sched::BecomesMap* becomes = nullptr) {
+  sched::BecomesMap b;
+  auto items = sched::create_schedule(UOp::sink(std::move(roots)), becomes ? *becomes : b);
+  for (const sched::ScheduleItem& si : items) BOOST_TEST_MESSAGE(si.str());
   return items;
 }
 inline size_t kernels(std::vector<UOpRef> roots) { return schedule(std::move(roots)).size(); }
@@ -165,9 +165,9 @@ class Memory {
     if (v.empty()) v.assign(static_cast<size_t>(buf->arg_as<int64_t>()), 0.0);
     return v;
   }
-  void run(const std::vector<ScheduleItem>& items, const VarVals& vars = {}) {
+  void run(const std::vector<sched::ScheduleItem>& items, const sched::VarVals& vars = {}) {
     vars_ = vars;
-    for (const ScheduleItem& si : items) {
+    for (const sched::ScheduleItem& si : items) {
       if (si.is_copy()) {
         at(si.bufs[0]) = at(si.bufs[1]);
         continue;
@@ -269,7 +269,7 @@ class Memory {
   }
   std::unordered_map<UOpRef, std::vector<double>> data_;
   std::vector<std::vector<double>*> bufs_;
-  VarVals vars_;
+  sched::VarVals vars_;
   std::unordered_map<const UOp*, int64_t> env_;
 };
 

@@ -15,13 +15,13 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
 }
 
 struct Scheduled {
-  std::vector<ScheduleItem> items;
-  BecomesMap becomes;
-  VarVals var_vals;
+  std::vector<tg::sched::ScheduleItem> items;
+  tg::sched::BecomesMap becomes;
+  tg::sched::VarVals var_vals;
 };
-Scheduled sched(const std::vector<UOpRef>& roots) {
+Scheduled schedule_roots(const std::vector<UOpRef>& roots) {
   Scheduled s;
-  s.items = create_schedule(UOp::sink(roots), s.becomes, &s.var_vals);
+  s.items = tg::sched::create_schedule(UOp::sink(roots), s.becomes, &s.var_vals);
   return s;
 }
 
@@ -33,11 +33,11 @@ BOOST_AUTO_TEST_CASE(the_same_graph_again_is_replayed_with_new_buffers) {
   mem.set(x, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
   UOpRef s = sum(x, {1});  // realized: read by every element of the root
   UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32, {mul(x, bcast(s, x))});
-  size_t hits = schedule_cache_hits();
-  Scheduled a = sched({root});
-  BOOST_TEST(schedule_cache_hits() == hits);
-  Scheduled b = sched({root});
-  BOOST_TEST(schedule_cache_hits() == hits + 1);
+  size_t hits = tg::sched::schedule_cache_hits();
+  Scheduled a = schedule_roots({root});
+  BOOST_TEST(tg::sched::schedule_cache_hits() == hits);
+  Scheduled b = schedule_roots({root});
+  BOOST_TEST(tg::sched::schedule_cache_hits() == hits + 1);
   BOOST_REQUIRE(a.items.size() == 2u);
   BOOST_REQUIRE(b.items.size() == 2u);
   for (size_t i = 0; i < a.items.size(); i++) {
@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(a_copy_of_an_intermediate_reads_the_new_buffer) {
   UOpRef x = input({4});
   UOpRef moved = UOp::make(Ops::COPY, dtypes::float32, {add(x, x), device("OTHER")});
   UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32, {add(moved, moved)});
-  Scheduled a = sched({root}), b = sched({root});
+  Scheduled a = schedule_roots({root}), b = schedule_roots({root});
   BOOST_REQUIRE(b.items.size() == 3u);
   BOOST_REQUIRE(b.items[1].is_copy());
   BOOST_TEST((b.items[1].bufs[1] == b.items[0].bufs[0]));  // copies what this run computed
@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_CASE(an_assign_again_writes_its_target_again) {
   mem.set(a, {1, 2, 3});
   UOpRef inc = UOp::make(Ops::ASSIGN, dtypes::float32, {a, add(a, full({3}, 1.0))});
   for (int i = 0; i < 3; i++) {
-    Scheduled s = sched({inc});
+    Scheduled s = schedule_roots({inc});
     BOOST_REQUIRE(s.items.size() == 1u);
     BOOST_TEST((s.items[0].bufs[0] == a->src(0)));
     BOOST_TEST((s.becomes.at(inc) == a->src(0)));
@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(bound_variables_come_back_from_the_cache) {
   UOpRef x = input({4});
   UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32,
                           {mul(x, expand(reshape(cast(bound, dtypes::float32), {1}), {4}))});
-  Scheduled a = sched({root}), b = sched({root});
+  Scheduled a = schedule_roots({root}), b = schedule_roots({root});
   BOOST_TEST(b.var_vals.size() == 1u);
   BOOST_TEST(b.var_vals.at(v) == 7);
 }
@@ -98,13 +98,13 @@ BOOST_AUTO_TEST_CASE(bound_variables_come_back_from_the_cache) {
 BOOST_AUTO_TEST_CASE(size_zero_turns_it_off) {
   UOpRef x = input({5});
   UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32, {add(x, x)});
-  size_t old = set_schedule_cache_size(0);
-  size_t hits = schedule_cache_hits();
-  sched({root}), sched({root});
-  BOOST_TEST(schedule_cache_hits() == hits);
-  set_schedule_cache_size(old);
-  sched({root}), sched({root});
-  BOOST_TEST(schedule_cache_hits() == hits + 1);
+  size_t old = tg::sched::set_schedule_cache_size(0);
+  size_t hits = tg::sched::schedule_cache_hits();
+  schedule_roots({root}), schedule_roots({root});
+  BOOST_TEST(tg::sched::schedule_cache_hits() == hits);
+  tg::sched::set_schedule_cache_size(old);
+  schedule_roots({root}), schedule_roots({root});
+  BOOST_TEST(tg::sched::schedule_cache_hits() == hits + 1);
 }
 
 // A symbolic axis: 12 values viewed as (n, 4) with n bound to 3. The kernel ranges over the variable, so
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(a_symbolic_axis_becomes_a_variable_range) {
   UOpRef rows = UOp::make(Ops::RESHAPE, dtypes::float32, {x}, Shape{n, 4});
   BOOST_TEST(rows->shape()->at(0).str() == "n");
   UOpRef root = UOp::make(Ops::CONTIGUOUS, dtypes::float32, {sum(rows, {1})});
-  Scheduled s = sched({root});
+  Scheduled s = schedule_roots({root});
   BOOST_REQUIRE(s.items.size() == 1u);
   BOOST_TEST(s.var_vals.at(var) == 3);
   const UOpRef& out = s.items[0].bufs[0];

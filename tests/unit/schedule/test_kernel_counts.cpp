@@ -62,7 +62,7 @@ BOOST_AUTO_TEST_CASE(arange_reshape_sum_is_one_kernel) {
 BOOST_AUTO_TEST_CASE(constants_fold_to_no_kernel) {
   UOpRef two = full({}, 2.0), four = full({}, 4.0);
   UOpRef prod = mul(two, four);
-  BecomesMap becomes;
+  sched::BecomesMap becomes;
   BOOST_TEST(schedule({prod}, &becomes).empty());
   BOOST_REQUIRE(becomes.count(prod));
   const UOpRef& v = becomes.at(prod);
@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(constants_fold_to_no_kernel) {
 
 BOOST_AUTO_TEST_CASE(buffers_need_no_kernel) {
   UOpRef a = input({3, 4});
-  BecomesMap becomes;
+  sched::BecomesMap becomes;
   BOOST_TEST(schedule({a, permute(a, {1, 0})}, &becomes).empty());
   BOOST_TEST(becomes.empty());
   // contiguous() of a buffer already in row-major order is that buffer
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(copies_move_whole_buffers) {
 
 BOOST_AUTO_TEST_CASE(empty_tensors_need_no_kernel) {
   UOpRef e = add(input({0, 3}), input({0, 3}));
-  BecomesMap becomes;
+  sched::BecomesMap becomes;
   BOOST_TEST(schedule({e}, &becomes).empty());
   BOOST_TEST(becomes.at(e)->arg_as<int64_t>() == 0);
   // a sum over an empty axis is the identity element, a constant

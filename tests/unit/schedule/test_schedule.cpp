@@ -42,7 +42,7 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
 
 // Schedules roots, runs every kernel on host memory and returns each root's values.
 std::vector<std::vector<double>> run(Memory& mem, std::vector<UOpRef> roots, size_t want_kernels) {
-  BecomesMap becomes;
+  sched::BecomesMap becomes;
   auto items = schedule(roots, &becomes);
   BOOST_TEST(items.size() == want_kernels);
   mem.run(items);
@@ -94,7 +94,7 @@ BOOST_AUTO_TEST_CASE(transpose_ast) {
 }
 
 BOOST_AUTO_TEST_CASE(pad_ast_gates_the_load) {
-  UOpRef a = new_buffer(device(), 3, dtypes::float32);
+  UOpRef a = sched::new_buffer(device(), 3, dtypes::float32);
   auto items = schedule({UOp::make(Ops::CONTIGUOUS, dtypes::float32, {pad(a, {{1, 1}})})});
   BOOST_REQUIRE(items.size() == 1u);
   UOpRef r0 = loop(5, 0);
@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(big_reduce_is_split_in_two) {
   std::vector<double> xv(1 << 16);
   for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<double>(i % 16);  // partial sums stay exact
   mem.set(x, xv);
-  BecomesMap becomes;
+  sched::BecomesMap becomes;
   auto items = schedule({sum(x, {0})}, &becomes);
   BOOST_REQUIRE(items.size() == 2u);
   BOOST_TEST(items[0].name() == "r_4_64_256");
@@ -262,7 +262,7 @@ BOOST_AUTO_TEST_CASE(assign_orders_reads_of_the_old_value_first) {
   UOpRef old_sum = add(a, b);
   UOpRef asg = UOp::make(Ops::ASSIGN, dtypes::float32, {a, mul(b, full({4}, 2.0))});
   UOpRef after = add(asg, full({4}, 1.0));
-  BecomesMap becomes;
+  sched::BecomesMap becomes;
   auto items = schedule({asg, after, old_sum}, &becomes);
   BOOST_REQUIRE(items.size() == 3u);
   BOOST_TEST((becomes.at(asg) == a->src(0)));
@@ -358,15 +358,15 @@ BOOST_AUTO_TEST_CASE(intermediate_buffers_share_storage) {
   UOpRef b1 = sum(mul(x, bcast(a1, x)), {1});  // 9
   UOpRef c1 = sum(mul(x, bcast(b1, x)), {1});  // 27, can reuse a1's storage
   UOpRef root = mul(x, bcast(c1, x));
-  BecomesMap becomes;
+  sched::BecomesMap becomes;
   auto items = schedule({root}, &becomes);
   BOOST_REQUIRE(items.size() == 4u);
-  MemoryPlan plan = plan_memory(items, becomes);
+  sched::MemoryPlan plan = sched::plan_memory(items, becomes);
   BOOST_TEST(plan.storage.size() == 2u);
   BOOST_TEST(plan.bytes_before == 48);
   BOOST_TEST(plan.bytes_after == 32);
   BOOST_TEST((plan.storage.at(items[0].bufs[0]) == plan.storage.at(items[2].bufs[0])));
-  apply_memory_plan(items, plan);
+  sched::apply_memory_plan(items, plan);
   BOOST_TEST((items[0].bufs[0] == items[2].bufs[0]));
   mem.run(items);
   check_close(mem.at(becomes.at(root)), std::vector<double>(12, 27.0));
@@ -378,7 +378,7 @@ BOOST_AUTO_TEST_CASE(assign_into_part_of_a_buffer) {
   mem.set(a, {1, 2, 3, 4});
   UOpRef part = shrink(a, {{1, 3}});
   UOpRef asg = UOp::make(Ops::ASSIGN, dtypes::float32, {part, full({2}, 5.0)});
-  BecomesMap becomes;
+  sched::BecomesMap becomes;
   auto items = schedule({asg}, &becomes);
   BOOST_REQUIRE(items.size() == 1u);
   BOOST_TEST(items[0].name() == "E_2");

@@ -13,7 +13,7 @@ using tg::test::expect_exact;
 
 namespace {
 bool in_place(const Tensor& t) {
-  return tg::device(t.device()).plugin().extension(sdk::kForeignMemoryExtension) != nullptr;
+  return tg::runtime::device(t.device()).plugin().extension(sdk::kForeignMemoryExtension) != nullptr;
 }
 }  // namespace
 
@@ -26,7 +26,7 @@ BOOST_AUTO_TEST_CASE(reads_the_callers_memory) {
   data[0] = 100;  // in place: the next realize reads it; elsewhere the first realize made the copy
   expect_exact<float>(t * 2, {in_place(t) ? 200.0f : 2.0f, 4, 6, 8, 10, 12});
   expect_exact<float>(t.permute({1, 0}), {in_place(t) ? 100.0f : 1.0f, 4, 2, 5, 3, 6});
-  HostView v = t.host_view();
+  engine::HostView v = t.host_view();
   if (in_place(t) && v.bytes.data() != nullptr)  // the tensor's bytes are the caller's, not a copy
     BOOST_TEST(static_cast<const void*>(v.bytes.data()) == static_cast<const void*>(data));
   int16_t empty[1] = {0};
@@ -67,7 +67,7 @@ BOOST_AUTO_TEST_CASE(assign_writes_the_memory_unless_read_only) {
 
 BOOST_AUTO_TEST_CASE(host_view_keeps_its_bytes) {
   Tensor x = Tensor({1.0f, 2.0f, 3.0f}).realize();
-  HostView v = x.host_view();
+  engine::HostView v = x.host_view();
   if (v.bytes.data() == nullptr) return;  // this device does not map its buffers to host memory
   BOOST_TEST(v.bytes.size() == 3 * sizeof(float));
   auto at = [&](size_t i) {
@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(host_view_keeps_its_bytes) {
   BOOST_TEST(at(2) == 3.0f);
   BOOST_TEST(x.host_view().bytes.data() != v.bytes.data());
   // a view of a non-contiguous tensor realizes its elements in order
-  HostView p = Tensor({1, 2, 3, 4}, {2, 2}).permute({1, 0}).host_view();
+  engine::HostView p = Tensor({1, 2, 3, 4}, {2, 2}).permute({1, 0}).host_view();
   std::vector<int32_t> got(4);
   std::memcpy(got.data(), p.bytes.data(), p.bytes.size());
   BOOST_TEST((got == std::vector<int32_t>{1, 3, 2, 4}));

@@ -214,7 +214,7 @@ BOOST_AUTO_TEST_CASE(intermediates_are_released_after_their_last_use) {
   const int64_t n = int64_t{1} << 18;
   Tensor x = Tensor::arange(n).cast(dtypes::float32).realize();
   Tensor y = (((x + 1).contiguous() + 1).contiguous() + 1).contiguous() + 1;
-  LruAllocator& alloc = tg::device(x.device()).allocator();
+  runtime::LruAllocator& alloc = tg::runtime::device(x.device()).allocator();
   alloc.reset_peak();
   size_t before = alloc.in_use_bytes();
   y.realize();
@@ -232,7 +232,7 @@ BOOST_AUTO_TEST_CASE(intermediates_of_other_sizes_share_storage) {
   Tensor a = x.pad({{0, n}}).contiguous();
   Tensor b = (a.shrink({{0, n}}) + a.shrink({{n, 2 * n}}) + 1).contiguous();
   Tensor y = (b * 2).contiguous() + 1;
-  LruAllocator& alloc = tg::device(x.device()).allocator();
+  runtime::LruAllocator& alloc = tg::runtime::device(x.device()).allocator();
   alloc.flush();
   size_t before = alloc.in_use_bytes();
   y.realize();
@@ -247,7 +247,7 @@ BOOST_AUTO_TEST_CASE(a_stored_value_is_read_by_its_other_uses) {
   Tensor x = Tensor(std::vector<float>{1, 2, 3}).realize();
   Tensor r = x * 2 + 1;
   Tensor z = r.contiguous().sum() + r.sum();
-  std::vector<ScheduleItemView> items = z.schedule();
+  std::vector<engine::ScheduleItemView> items = z.schedule();
   BOOST_REQUIRE(items.size() == 2u);
   const UOpRef& stored = items[0].bufs.at(0);
   BOOST_TEST((items[1].bufs == std::vector<UOpRef>{items[1].bufs.at(0), stored}));
@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(relu_backward_reads_the_stored_output) {
   Tensor h = (x * 2 - 3).contiguous();
   Tensor r = h.relu().contiguous();
   Tensor g = (r * r).sum().gradient({x})[0];
-  std::vector<ScheduleItemView> items = g.schedule();
+  std::vector<engine::ScheduleItemView> items = g.schedule();
   BOOST_REQUIRE(items.size() >= 2u);
   const UOpRef& hbuf = items[0].bufs.at(0);
   for (size_t i = 2; i < items.size(); i++)
