@@ -18,6 +18,7 @@
 #include "apps/tg/mnist_model.hpp"
 #include "base/error.hpp"
 #include "dist/data_parallel.hpp"
+#include "dist/staged_realize.hpp"
 #include "engine/jit.hpp"
 #include "nn/datasets.hpp"
 #include "nn/losses.hpp"
@@ -109,6 +110,16 @@ std::optional<std::filesystem::path> data_flag(const Flags& f) {
 
 int train_mnist_dist(const std::string& backend, const Flags& f);
 
+// --dist: the gradients realized and all-reduced in stages of about this many bytes (3 for the CNN).
+constexpr int64_t kStageBytes = 128 * 1024;
+
+bool on_off_flag(const Flags& f, std::string_view name, bool fallback) {
+  std::string v = f.get(name, fallback ? "on" : "off");
+  if (v != "on" && v != "off")
+    throw ValueError("train-mnist", fmt::format("--{} takes on or off, got '{}'", name, v));
+  return v == "on";
+}
+
 // --devices A,B,...: data parallel over several devices in this process: every parameter and buffer a full
 // copy on each, each batch split along its first axis. Empty: the default device alone.
 std::vector<std::string> devices_flag(const Flags& f, int64_t batch) {
@@ -134,13 +145,15 @@ void place_state(nn::Module& model, const std::vector<std::string>& devices) {
 }  // namespace
 
 int train_mnist(Args args) {
-  Flags f = parse("train-mnist", args,
-                   {"steps", "batch", "lr", "seed", "out", "data", "eval", "devices", "losses", "dist"});
+  Flags f =
+      parse("train-mnist", args,
+            {"steps", "batch", "lr", "seed", "out", "data", "eval", "devices", "losses", "dist", "overlap"});
   if (std::string d = f.get("dist", ""); !d.empty()) {
     if (!f.get("devices", "").empty())
       throw ValueError("train-mnist", "--dist and --devices cannot be combined: each rank trains on one device");
     return train_mnist_dist(d, f);
   }
+  if (!f.get("overlap", "").empty()) throw ValueError("train-mnist", "--overlap applies to --dist only");
   int64_t steps = int_flag("train-mnist", f, "steps", 1000), batch = int_flag("train-mnist", f, "batch", 128);
   int64_t seed = int_flag("train-mnist", f, "seed", 42);
   double lr = float_flag("train-mnist", f, "lr", 3e-3);
@@ -251,18 +264,49 @@ int train_data_parallel(dist::Communicator& comm, const Flags& f) {
   nn::BatchSampler sampler(static_cast<int64_t>(data.y_train.size()), batch, true, static_cast<uint64_t>(seed),
                            true);
   if (lead) fmt::print("training: {} steps of global batch {}, Adam with one-cycle lr (max {})\n", steps, batch, lr);
-  // Two captured halves around the host all-reduce: the gradients of this rank's part (and its BatchNorm
-  // statistics), then the step from the averaged gradients and statistics.
-  Jit grad_step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
-    Tensor loss = nn::cross_entropy((*model)(in[0]), in[1]);
-    opt.zero_grad();
-    loss.backward();
-    std::vector<Tensor> outs{loss};
-    for (const Tensor& p : params) outs.push_back(p.grad().contiguous());
-    Tensor::realize_all(outs);
-    opt.zero_grad();
-    return outs;
-  });
+  // The gradients in stages of about kStageBytes, the last layers first, each stage one realize captured
+  // on its own (dist::StagedRealize: no stage computes what an earlier one did). With --overlap on, each
+  // stage's all-reduce starts as soon as it is realized and travels while the next stage computes; off,
+  // they all start after the last stage: the same messages, later. Then the step from the averaged
+  // gradients and BatchNorm statistics.
+  bool overlap = on_off_flag(f, "overlap", true);
+  std::vector<std::vector<size_t>> stages;  // parameter indices per stage
+  int64_t stage_bytes = 0;
+  for (size_t i = params.size(); i-- > 0; stage_bytes += params[i].numel() * 4) {
+    if (stages.empty() || stage_bytes >= kStageBytes) stages.emplace_back(), stage_bytes = 0;
+    stages.back().push_back(i);
+  }
+  std::optional<dist::StagedRealize> staged;  // from the first stage's forward and backward to the last stage
+  std::vector<Jit> stage_steps;
+  for (size_t k = 0; k < stages.size(); k++)
+    stage_steps.push_back(jit([&, k](std::span<const Tensor> in) -> std::vector<Tensor> {
+      if (k == 0) {
+        Tensor loss = nn::cross_entropy((*model)(in[0]), in[1]);
+        opt.zero_grad();
+        loss.backward();
+        std::vector<std::vector<Tensor>> grads;
+        for (const auto& st : stages) {
+          grads.emplace_back();
+          for (size_t i : st) grads.back().push_back(params[i].grad().contiguous());
+        }
+        grads[0].push_back(loss);
+        opt.zero_grad();  // the lazy gradients would keep this step's activations alive
+        staged.emplace(std::move(grads));
+      }
+      std::vector<Tensor> out = staged->realize(k);
+      // returned too, so that this stage's replays write the buffers the later stages' replays read
+      const std::vector<Tensor>& shared = staged->shared(k);
+      out.insert(out.end(), shared.begin(), shared.end());
+      if (k + 1 == stages.size()) staged.reset();
+      return out;
+    }));
+  std::vector<Tensor> reduced;  // what the all-reduce carries, in its order: each stage's gradients, the loss
+                                // after the first stage's, then the BatchNorm statistics
+  for (size_t k = 0; k < stages.size(); k++) {
+    for (size_t i : stages[k]) reduced.push_back(params[i]);
+    if (k == 0) reduced.push_back(Tensor(0.0f));
+  }
+  reduced.insert(reduced.end(), state.begin() + static_cast<std::ptrdiff_t>(params.size()), state.end());
   Jit apply_step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
     for (size_t i = 0; i < params.size(); i++) params[i].set_grad(in[i]);
     std::vector<Tensor> todo = opt.schedule_step();
@@ -283,18 +327,35 @@ int train_data_parallel(dist::Communicator& comm, const Flags& f) {
     std::vector<int64_t> rows = sampler.batch(b);
     rows = std::vector<int64_t>(rows.begin() + rank * part, rows.begin() + (rank + 1) * part);
     model->train();
-    std::vector<Tensor> local = grad_step({images(data.x_train, rows), labels(data.y_train, rows)});
-    // averaged together: the gradients, this step's BatchNorm statistics and the loss (for the progress line)
-    std::vector<Tensor> todo(local.begin() + 1, local.end());
-    todo.insert(todo.end(), state.begin() + static_cast<std::ptrdiff_t>(params.size()), state.end());
-    todo.push_back(local[0]);
     auto c0 = clock::now();
-    std::vector<Tensor> avg = dist::all_reduce_mean(comm, todo);
-    if (step > 1) comm_s += std::chrono::duration<double>(clock::now() - c0).count();
-    apply_step(std::span<const Tensor>(avg.data(), state.size()));
+    double computing = 0;
+    dist::AllReduceMean all_reduce(comm, reduced);
+    Tensor loss;
+    std::vector<Tensor> inputs{images(data.x_train, rows), labels(data.y_train, rows)};
+    for (size_t k = 0; k < stages.size(); k++) {
+      auto s0 = clock::now();
+      // every stage is given the batch: a later one may read it too (the first layer's weight gradient)
+      std::vector<Tensor> out = stage_steps[k](inputs);
+      computing += std::chrono::duration<double>(clock::now() - s0).count();
+      size_t n = stages[k].size() + (k == 0);
+      all_reduce.add(std::span<const Tensor>(out.data(), n), overlap);
+      all_reduce.progress();
+      if (k == 0) loss = out[n - 1];
+    }
+    all_reduce.add(std::span<const Tensor>(state).subspan(params.size()), overlap);
+    std::vector<Tensor> avg = all_reduce.finish();
+    if (step > 1) comm_s += std::chrono::duration<double>(clock::now() - c0).count() - computing;
+    std::vector<Tensor> next(state.size());  // back in the order of state
+    for (size_t k = 0, at = 0; k < stages.size(); k++) {
+      for (size_t i : stages[k]) next[i] = avg[at++];
+      if (k == 0) loss = avg[at++];
+    }
+    std::copy(avg.end() - static_cast<std::ptrdiff_t>(state.size() - params.size()), avg.end(),
+              next.begin() + static_cast<std::ptrdiff_t>(params.size()));
+    apply_step(next);
     sched.step();
     dist::check_same(comm, dist::hash_values(state), fmt::format("the weights after step {}", step));
-    float l = avg.back().item<float>();
+    float l = loss.item<float>();
     if (!std::isfinite(l)) throw ValueError("train-mnist", fmt::format("the loss is {} at step {}", l, step));
     loss_avg = step == 1 ? l : 0.95 * loss_avg + 0.05 * l;
     double t = std::chrono::duration<double>(clock::now() - start).count();
@@ -311,6 +372,7 @@ int train_data_parallel(dist::Communicator& comm, const Flags& f) {
   double per_step = steps > 1 ? (train_s - first_step) / static_cast<double>(steps - 1) : train_s;
   fmt::print("trained in {} (first step {:.2f} s)\n", duration(train_s), first_step);
   fmt::print("weights identical on all {} ranks after each of {} steps\n", ranks, steps);
+  fmt::print("state hash: {:016x}\n", dist::hash_values(state));
   if (steps > 1)
     fmt::print("all-reduce: {:.3f} ms of {:.2f} ms per step ({:.1f}%), {} KB per step\n",
                1e3 * comm_s / static_cast<double>(steps - 1), 1e3 * per_step,

@@ -45,6 +45,9 @@ class Communicator {
   // wait(request). Every rank starts the same collectives in the same order with the same counts.
   virtual int start_all_reduce(void* data, size_t count, Elem elem, ReduceOp op) = 0;
   virtual void wait(int request) = 0;
+  // Whether the request has finished (then it is done, as after wait); MPI moves data only inside its
+  // calls, so testing between computations lets a started collective progress.
+  virtual bool test(int request) = 0;
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   virtual void barrier() = 0;
   // Makes exit abort the whole job instead of finishing it cleanly: call it when this rank gives up

@@ -70,43 +70,92 @@ uint64_t hash_values(std::span<const Tensor> tensors) {
   return h;
 }
 
-std::vector<Tensor> all_reduce_mean(Communicator& comm, std::span<const Tensor> tensors, size_t bucket_bytes) {
-  check_signature(comm, "all_reduce_mean", tensors);
-  size_t per_bucket = std::max<size_t>(1, bucket_bytes / sizeof(float));
-  // Buckets hold whole tensors (one larger than a bucket gets its own), so a tensor is copied out once.
-  struct Bucket {
-    size_t first, last;  // tensors [first, last)
-    std::vector<float> data;
-    int request = 0;
-  };
-  std::vector<Bucket> buckets;
-  for (size_t i = 0; i < tensors.size(); i++) {
-    size_t n = static_cast<size_t>(tensors[i].numel());
-    if (buckets.empty() || buckets.back().data.size() + n > per_bucket) buckets.push_back({i, i, {}, 0});
-    Bucket& b = buckets.back();
-    append_floats(tensors[i], b.data);
-    b.last = i + 1;
-    if (i + 1 == tensors.size() || b.data.size() + static_cast<size_t>(tensors[i + 1].numel()) > per_bucket)
-      b.request = comm.start_all_reduce(b.data.data(), b.data.size(), Elem::FLOAT32, ReduceOp::SUM);
+AllReduceMean::AllReduceMean(Communicator& comm, std::span<const Tensor> like_these, size_t bucket_bytes)
+    : comm_(comm), per_bucket_(std::max<size_t>(1, bucket_bytes / sizeof(float))) {
+  check_signature(comm, "all_reduce_mean", like_these);
+  for (const Tensor& t : like_these) expected_.emplace_back(t.shape(), t.dtype());
+}
+
+AllReduceMean::~AllReduceMean() {
+  if (comm_.failed()) return;  // exit aborts the job
+  for (Bucket& b : buckets_) {
+    if (b.request < 0) continue;
+    try {
+      comm_.wait(b.request);
+    } catch (const Error&) {  // the communicator is now marked failed
+      return;
+    }
   }
+}
+
+void AllReduceMean::start(Bucket& b) {
+  b.request = comm_.start_all_reduce(b.data.data(), b.data.size(), Elem::FLOAT32, ReduceOp::SUM);
+}
+
+// Buckets hold whole tensors (one larger than a bucket gets its own), so a tensor is copied out once; one
+// add() fills buckets of its own, so that they can start when it returns.
+void AllReduceMean::add(std::span<const Tensor> tensors, bool start_now) {
+  size_t first_new = buckets_.size();
+  for (size_t i = 0; i < tensors.size(); i++) {
+    const Tensor& t = tensors[i];
+    size_t at = added_.size();
+    if (at >= expected_.size() || !t.defined() || t.shape() != expected_[at].first ||
+        t.dtype() != expected_[at].second)
+      throw ValueError("all_reduce_mean",
+                       fmt::format("tensor {} is not the one announced ({} tensors of the signature)", at,
+                                   expected_.size()));
+    size_t n = static_cast<size_t>(t.numel());
+    if (buckets_.size() == first_new || buckets_.back().data.size() + n > per_bucket_)
+      buckets_.push_back({at, at, {}, -1});
+    Bucket& b = buckets_.back();
+    append_floats(t, b.data);
+    b.last = at + 1;
+    added_.push_back(t);
+    bool full =
+        i + 1 == tensors.size() || b.data.size() + static_cast<size_t>(tensors[i + 1].numel()) > per_bucket_;
+    if (full && start_now) start(b);
+  }
+}
+
+void AllReduceMean::progress() {
+  for (Bucket& b : buckets_)
+    if (b.request >= 0 && comm_.test(b.request)) b.request = -2;  // done: -2
+}
+
+std::vector<Tensor> AllReduceMean::finish() {
+  if (added_.size() != expected_.size())
+    throw ValueError("all_reduce_mean",
+                     fmt::format("{} tensors added of the {} announced", added_.size(), expected_.size()));
+  for (Bucket& b : buckets_)
+    if (b.request == -1) start(b);
   std::vector<Tensor> out;
-  float scale = 1.0f / static_cast<float>(comm.size());
-  for (Bucket& b : buckets) {
-    comm.wait(b.request);
+  float scale = 1.0f / static_cast<float>(comm_.size());
+  for (Bucket& b : buckets_) {
+    if (b.request >= 0) comm_.wait(b.request);
+    b.request = -2;
     for (float& x : b.data) x *= scale;
     // the results are views of the bucket, which they keep alive (copied at their first realize on a
     // device that does not read host memory in place)
     auto data = std::make_shared<std::vector<float>>(std::move(b.data));
     size_t at = 0;
     for (size_t i = b.first; i < b.last; i++) {
-      const Tensor& t = tensors[i];
+      const Tensor& t = added_[i];
       Tensor r = Tensor::from_blob(data->data() + at, t.shape(), dtypes::float32,
                                    {.device = t.device(), .owner = data, .read_only = true});
       at += static_cast<size_t>(t.numel());
       out.push_back(t.dtype() == dtypes::float32 ? r : r.cast(t.dtype()));
     }
   }
+  buckets_.clear();
+  added_.clear();
   return out;
+}
+
+std::vector<Tensor> all_reduce_mean(Communicator& comm, std::span<const Tensor> tensors,
+                                    size_t bucket_bytes) {
+  AllReduceMean r(comm, tensors, bucket_bytes);
+  r.add(tensors);
+  return r.finish();
 }
 
 void broadcast(Communicator& comm, std::span<const Tensor> tensors, int root) {

@@ -25,6 +25,36 @@ constexpr size_t kDefaultBucketBytes = size_t{1} << 20;
 // another shape) fail here with a DistError naming this rank's tensors instead of mixing unrelated data.
 std::vector<Tensor> all_reduce_mean(Communicator& comm, std::span<const Tensor> tensors,
                                     size_t bucket_bytes = kDefaultBucketBytes);
+// all_reduce_mean in parts, for tensors computed in stages: the constructor checks the signature of all
+// of them (like_these: the tensors to come, or tensors of the same shapes and dtypes), add() packs the next
+// ones and, with start, starts their buckets, so that they travel while the caller computes the next part;
+// progress() lets MPI move data between computations; finish() waits and returns the means of all, in the
+// order added. Without start, the buckets start at finish(): the same messages, later.
+class AllReduceMean {
+ public:
+  AllReduceMean(Communicator& comm, std::span<const Tensor> like_these,
+                size_t bucket_bytes = kDefaultBucketBytes);
+  AllReduceMean(const AllReduceMean&) = delete;
+  AllReduceMean& operator=(const AllReduceMean&) = delete;
+  ~AllReduceMean();  // waits for buckets started and not finished (their memory goes)
+  void add(std::span<const Tensor> tensors, bool start = true);
+  void progress();
+  std::vector<Tensor> finish();
+
+ private:
+  struct Bucket {
+    size_t first, last;  // tensors [first, last)
+    std::vector<float> data;
+    int request = -1;  // -1: not started
+  };
+  void start(Bucket& b);
+  Communicator& comm_;
+  size_t per_bucket_;
+  std::vector<std::pair<Shape, DType>> expected_;
+  std::vector<Tensor> added_;
+  std::vector<Bucket> buckets_;
+};
+
 // Writes root's values into every rank's tensors (assign + realize), after the same signature check.
 void broadcast(Communicator& comm, std::span<const Tensor> tensors, int root = 0);
 // A hash of the tensors' shapes, dtypes and bytes.

@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "dist/data_parallel.hpp"
+#include "dist/staged_realize.hpp"
+#include "engine/jit.hpp"
 #include "nn/layers.hpp"
 #include "nn/optim.hpp"
 #include "tensor/tensor.hpp"
@@ -74,6 +77,87 @@ BOOST_AUTO_TEST_CASE(all_reduce_mean_in_small_buckets) {
     BOOST_TEST(m[2].shape() == Shape({1, 2}));
     BOOST_TEST(m[2].to_vector<double>() == std::vector<double>({2.0 * k, 4.0 * k}), boost::test_tools::per_element());
   }
+}
+
+BOOST_AUTO_TEST_CASE(all_reduce_mean_in_parts_started_early_or_late) {
+  // rank r holds (r+1) * x in two parts; the means are x * (N+1)/2 whether each part's buckets start when
+  // it is added (progress() between) or all at finish()
+  std::vector<Tensor> a{Tensor({1.0f, 2.0f}) * (R() + 1), Tensor(3.0f) * (R() + 1)},
+      b{Tensor({5.0f}) * (R() + 1)};
+  std::vector<Tensor> all{a[0], a[1], b[0]};
+  float k = (N() + 1) / 2.0f;
+  for (bool early : {true, false}) {
+    dist::AllReduceMean r(comm(), all, 8);
+    r.add(a, early);
+    r.progress();
+    r.add(b, early);
+    std::vector<Tensor> m = r.finish();
+    BOOST_REQUIRE(m.size() == 3u);
+    BOOST_TEST(m[0].to_vector<float>() == std::vector<float>({k, 2 * k}), boost::test_tools::per_element());
+    BOOST_TEST(m[1].item<float>() == 3 * k);
+    BOOST_TEST(m[2].to_vector<float>() == std::vector<float>({5 * k}), boost::test_tools::per_element());
+  }
+  dist::AllReduceMean r(comm(), all);
+  BOOST_CHECK_THROW(r.add(b), ValueError);  // not the tensor announced first
+  r.add(a);
+  BOOST_CHECK_THROW(r.finish(), ValueError);  // one announced tensor never added
+  // test() finishes a request as wait() does
+  std::vector<float> v{1.0f};
+  int req = comm().start_all_reduce(v.data(), 1, dist::Elem::FLOAT32, dist::ReduceOp::SUM);
+  while (!comm().test(req)) {
+  }
+  BOOST_TEST(v[0] == 1.0f * N());
+  BOOST_CHECK_THROW(comm().wait(req), ValueError);
+}
+
+// A two-layer net's gradients realized in two stages (the last layer's first), under a JIT as train-mnist
+// runs them: the values of plain loops on the host, for new inputs at every call (replays included).
+BOOST_AUTO_TEST_CASE(staged_realize_under_a_jit_matches_the_host) {
+  std::vector<float> w1v{0.5f, -0.25f, 0.75f, 0.1f, -0.6f, 0.3f}, w2v{0.2f, -0.4f, 0.9f};  // (2,3), (3,1)
+  Tensor w1 = Tensor(w1v, {2, 3}).requires_grad_(), w2 = Tensor(w2v, {3, 1}).requires_grad_();
+  std::optional<dist::StagedRealize> staged;
+  auto stage = [&](size_t k) {
+    return jit([&, k](std::span<const Tensor> in) -> std::vector<Tensor> {
+      if (k == 0) {
+        Tensor loss = (in[0].matmul(w1).relu().matmul(w2)).sum();
+        w1.set_grad(Tensor()), w2.set_grad(Tensor());
+        loss.backward();
+        staged.emplace(
+            std::vector<std::vector<Tensor>>{{w2.grad().contiguous(), loss}, {w1.grad().contiguous()}});
+      }
+      std::vector<Tensor> out = staged->realize(k);
+      out.insert(out.end(), staged->shared(k).begin(), staged->shared(k).end());
+      if (k == 1) staged.reset();
+      return out;
+    });
+  };
+  Jit s0 = stage(0), s1 = stage(1);
+  for (int call = 0; call < 4; call++) {
+    std::vector<float> xv{0.3f * call - 0.5f, 1.0f, -0.2f, 0.1f * call + 0.4f};  // (2,2)
+    std::vector<Tensor> in{Tensor(xv, {2, 2})};
+    std::vector<Tensor> o0 = s0(in), o1 = s1(in);  // every stage gets the inputs: stage 1 reads x too
+    BOOST_TEST(o0.size() > 2u);  // stage 0 also realized what stage 1 reads of it (x w1), not recomputed
+    // host: h = relu(x w1), loss = sum(h w2), dw2 = sum_rows h, dw1 = x^T (relu'(x w1) * w2^T)
+    std::vector<double> dw1(6, 0.0), dw2(3, 0.0);
+    double loss = 0;
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 3; j++) {
+        double z = xv[i * 2] * w1v[j] + xv[i * 2 + 1] * w1v[3 + j];
+        double h = z > 0 ? z : 0;
+        loss += h * w2v[j];
+        dw2[j] += h;
+        for (int a = 0; a < 2; a++) dw1[a * 3 + j] += z > 0 ? xv[i * 2 + a] * w2v[j] : 0.0;
+      }
+    BOOST_TEST_CONTEXT("call " << call) {
+      std::vector<float> g2 = o0[0].to_vector<float>(), g1 = o1[0].to_vector<float>();
+      for (int j = 0; j < 3; j++) BOOST_TEST(g2[j] == dw2[j], boost::test_tools::tolerance(1e-5));
+      for (int j = 0; j < 6; j++) BOOST_TEST(g1[j] == dw1[j], boost::test_tools::tolerance(1e-5));
+      BOOST_TEST(o0[1].item<float>() == loss, boost::test_tools::tolerance(1e-5));
+    }
+  }
+  BOOST_TEST(s1.calls() == 4u);
+  dist::StagedRealize s({{Tensor(1.0f)}, {Tensor(2.0f)}});
+  BOOST_CHECK_THROW(s.realize(1), ValueError);  // stage 0 first
 }
 
 BOOST_AUTO_TEST_CASE(ranks_that_disagree_fail_on_every_rank) {

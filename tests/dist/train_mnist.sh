@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tg train-mnist --dist mpi` on 2 ranks. quick: a short run whose weights hash the same on both ranks
 # after every step (tg stops with an error otherwise), evaluated and saved by rank 0 alone, reloading with
-# the accuracy it reported; bad flags; a build without the MPI backend says so at start.
+# the accuracy it reported; the same run with --overlap off (every all-reduce started after the whole
+# backward) ends with the same state hash; bad flags; a build without the MPI backend says so at start.
 # accuracy (suite slow): against one process with the same global batch, steps and seed, the test
 # accuracy on all 10000 test images is within 0.3 points.
 set -euo pipefail
@@ -9,9 +10,9 @@ mpirun=$1 tg=$2 mode=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 acc() { sed -n 's/^test accuracy: \([0-9.]*\)% on [0-9]* images.*$/\1/p' "$1"; }
-dist_run() {  # steps, batch, eval
+dist_run() {  # steps, batch, eval, overlap
   "$mpirun" --allow-run-as-root --oversubscribe -np 2 "$tg" train-mnist --dist mpi --steps "$1" --batch "$2" \
-    --eval "$3" --out "$dir/dist.safetensors" > "$dir/dist.log"
+    --eval "$3" --out "$dir/dist.safetensors" --overlap "${4:-on}" > "$dir/dist.log"
   cat "$dir/dist.log"
   grep -q "^weights identical on all 2 ranks after each of $1 steps$" "$dir/dist.log" ||
     { echo "FAIL: no weight check line"; exit 1; }
@@ -35,8 +36,15 @@ dist=$(acc "$dir/dist.log")
 awk -v a="$dist" 'BEGIN { exit !(a >= 40) }' || { echo "FAIL: accuracy $dist% after 30 steps"; exit 1; }
 "$tg" infer --model "$dir/dist.safetensors" --eval 1000 --show 1 > "$dir/infer.log"
 grep -q "^test accuracy: $dist% on 1000 images" "$dir/infer.log" || { cat "$dir/infer.log"; exit 1; }
+hash_on=$(sed -n 's/^state hash: //p' "$dir/dist.log")
+dist_run 30 32 100 off
+hash_off=$(sed -n 's/^state hash: //p' "$dir/dist.log")
+[ -n "$hash_on" ] && [ "$hash_on" = "$hash_off" ] ||
+  { echo "FAIL: state hash $hash_on with overlap, $hash_off without"; exit 1; }
 
-# --dist needs a known backend and a batch that splits evenly over the ranks
+# --dist needs a known backend and a batch that splits evenly over the ranks; --overlap is on or off, with --dist
+if "$tg" train-mnist --overlap on 2> "$dir/err"; then echo "FAIL: --overlap without --dist accepted"; exit 1; fi
+grep -q "^tg train-mnist: \[train-mnist\] --overlap applies to --dist only$" "$dir/err" || { cat "$dir/err"; exit 1; }
 if "$tg" train-mnist --dist nccl 2> "$dir/err"; then echo "FAIL: --dist nccl accepted"; exit 1; fi
 grep -q "^tg train-mnist: \[train-mnist\] --dist takes 'mpi', got 'nccl'$" "$dir/err" || { cat "$dir/err"; exit 1; }
 if "$mpirun" --allow-run-as-root --oversubscribe -np 2 "$tg" train-mnist --dist mpi --batch 33 --steps 1 \
@@ -58,4 +66,4 @@ if LD_LIBRARY_PATH="$dir/bare" "$dir/bare/tg" train-mnist --dist mpi 2> "$dir/er
 fi
 grep -q "^tg train-mnist: \[dist\] cannot load the MPI backend $dir/bare/tinygrad-cpp/libtg-mpi.so: .* (is the MPI runtime installed? on Debian: apt-get install openmpi-bin)$" "$dir/err" ||
   { cat "$dir/err"; exit 1; }
-echo "ok: 2 ranks trained to $dist%, reloaded the same"
+echo "ok: 2 ranks trained to $dist%, reloaded the same; state hash $hash_on with and without overlap"

@@ -75,6 +75,15 @@ class MpiCommunicator final : public Communicator {
     poll(p);
   }
 
+  bool test(int request) override {
+    auto it = pending_.find(request);
+    if (it == pending_.end()) throw ValueError("test", fmt::format("no pending request {}", request));
+    int done = 0;
+    check(it->second.op, MPI_Test(&it->second.request, &done, MPI_STATUS_IGNORE));
+    if (done) pending_.erase(it);
+    return done != 0;
+  }
+
   void broadcast(std::span<std::byte> data, int root) override {
     if (root < 0 || root >= size_)
       throw ValueError("broadcast", fmt::format("root {} is not a rank of {}", root, size_));
