@@ -385,11 +385,14 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int
   // 65-70 ms this way. Fewer samples where one tile's strip of dy (two vectors of channels at every output
   // position of the chunk) would outgrow kDwStripBytes: W4's 28x28 outputs by 4 samples, not 16 (its dw
   // 17.5 -> 7.2 ms of CPU time).
-  int64_t chunk = 1, per_sample = 4 * std::min<int64_t>(rcout, 32);  // dy bytes of one tile's columns
+  int64_t per_sample = 4 * std::min<int64_t>(rcout, 32);  // dy bytes of one tile's columns
   for (int a = 0; a < n; a++) per_sample *= dy.shape()[2 + a].max();
-  for (int64_t c = std::clamp<int64_t>(kDwStripBytes / per_sample, 4, 16); c > 1 && chunk == 1; c--)
+  // the divisor of the batch from 4 to 16 nearest below `want`, else above it; none: one reduce
+  int64_t want = std::clamp<int64_t>(kDwStripBytes / per_sample, 4, 16), chunk = bs;
+  for (int64_t c = want; c >= 4 && chunk == bs; c--)
     if (bs % c == 0) chunk = c;
-  if (chunk < 4) chunk = bs;  // an awkward batch: one reduce
+  for (int64_t c = want + 1; c <= 16 && chunk == bs; c++)
+    if (bs % c == 0) chunk = c;
   Shape xs{bs / chunk, chunk}, gs{bs / chunk, chunk};
   Dims xorder{0}, gorder{0};
   for (int a = 0; a < n; a++) {
