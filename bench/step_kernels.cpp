@@ -1,8 +1,10 @@
 // Per-kernel times of one workload's whole step: the kernels the scheduler makes for W7's training step
-// (a GPT-2-small layer: forward, (y*y).mean(), backward, AdamW) or W4's conv2d forward + backward, each
+// (a GPT-2-small layer: forward, (y*y).mean(), backward, AdamW), W5's (the CNN with Adam) or W4's conv2d
+// forward + backward, each
 // lowered with the heuristic's opts, run in schedule order over its own buffers (no memory planning) and
 // timed alone. Prints the kernels by time with their GFLOPS, GB/s and opts, and their sum. Asserts nothing.
-//   step_kernels [--only W7|W4] [--repeat R] [--source I] [--kernel I --opts "[UPCAST(axis=1, arg=16), ...]"]
+//   step_kernels [--only W7|W5|W4] [--repeat R] [--source I] [--kernel I --opts "[UPCAST(axis=1, arg=16),
+//   ...]"]
 // (--source I: print kernel I's source; --kernel I --opts: kernel I of the schedule lowered with these opts
 // too, the two timed in turns)
 #include <sys/resource.h>
@@ -18,11 +20,13 @@
 
 #include <fmt/format.h>
 
+#include "apps/tg/mnist_model.hpp"
 #include "base/log.hpp"
 #include "bench/transformer_block.hpp"
 #include "codegen/estimate.hpp"
 #include "codegen/lower.hpp"
 #include "codegen/search.hpp"
+#include "nn/losses.hpp"
 #include "nn/optim.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/registry.hpp"
@@ -90,6 +94,24 @@ std::vector<UOpRef> w7_roots() {
   return roots;
 }
 
+// W5's step: the Fashion-MNIST CNN in training mode, cross entropy and Adam, batch 512.
+std::vector<UOpRef> w5_roots() {
+  static auto model = tg::apps::fashion_mnist_cnn();
+  static std::vector<Tensor> params = model->parameters();
+  static tg::nn::optim::Adam opt(params, 1e-3);
+  std::vector<int32_t> labels(512);
+  for (size_t i = 0; i < labels.size(); i++) labels[i] = static_cast<int32_t>((i * 7) % 10);
+  model->train();
+  Tensor loss = tg::nn::cross_entropy((*model)(Tensor::empty({512, 1, 28, 28})), Tensor(labels, {512}));
+  opt.zero_grad();
+  loss.backward();
+  std::vector<Tensor> todo = opt.schedule_step();
+  todo.push_back(loss);
+  std::vector<UOpRef> roots;
+  for (const Tensor& t : todo) roots.push_back(t.uop());
+  return roots;
+}
+
 std::vector<UOpRef> w4_roots() {
   Tensor x = Tensor::empty({32, 32, 28, 28}), w = Tensor::empty({64, 32, 3, 3}),
          g = Tensor::empty({32, 64, 28, 28});
@@ -115,7 +137,7 @@ int main(int argc, char** argv) {
   }
   Device& dev = tg::device(default_device_name());
   fmt::print("{}: {}\n", dev.str(), dev.description());
-  std::vector<UOpRef> roots = only == "W4" ? w4_roots() : w7_roots();
+  std::vector<UOpRef> roots = only == "W4" ? w4_roots() : only == "W5" ? w5_roots() : w7_roots();
   std::vector<ScheduleItemView> items = schedule_uops(roots);
   std::map<const UOp*, std::unique_ptr<Buffer>> bufs;
   std::vector<Kernel> ks;
