@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "codegen/heuristic.hpp"
+#include "codegen/heuristic_loads.hpp"
 #include "codegen/search.hpp"
 
 namespace tg::codegen::heuristic {
@@ -119,8 +120,8 @@ void threads(const Kernel& k, Plan& p) {
 // input streams, and the reduce's unroll by 4 becomes 8 when the tile leaves registers. Only if a strip
 // fits kStripBytes.
 void swap_loops(const Kernel& k, Plan& p) {
-  if (!k.has_reduce() || !k.cpu() || p.tiled != 2 || !k.contiguous(static_cast<size_t>(p.opts[0].axis)))
-    return;
+  if (!k.has_reduce() || !k.cpu() || p.tiled != 2) return;
+  if (size_t a = static_cast<size_t>(p.opts[0].axis); !k.contiguous(a) && !lanes_load(k, a)) return;
   size_t c = static_cast<size_t>(p.opts[0].axis), o = static_cast<size_t>(p.opts[1].axis);
   int64_t strip = 0;
   for (size_t j = 0; j < k.accesses().size(); j++) {

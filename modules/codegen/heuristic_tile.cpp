@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "codegen/heuristic.hpp"
+#include "codegen/heuristic_loads.hpp"
 
 namespace tg::codegen::heuristic {
 
@@ -99,11 +100,17 @@ void register_tile(const Kernel& k, Plan& p) {
     return k.contiguous(a.axis) && !k.contiguous(b.axis);
   });
   bool cpu = k.cpu();
+  // On a CPU the lanes leave the store's contiguous axis when the streamed loads would be gathered there and
+  // the other axis loads them as whole vectors (a projection stored transposed, as the next matmul reads
+  // it): a scattered store per output instead of a gather per trip of the reduce.
+  bool moved = cpu && cands.size() == 2 && k.contiguous(cands[0].axis) && !lanes_load(k, cands[0].axis) &&
+               lanes_load(k, cands[1].axis);
+  if (moved) std::swap(cands[0], cands[1]);
   int64_t width = k.width(), wide = cpu ? std::min<int64_t>(2 * width, 32) : width, vectors = 1;
   int64_t budget = k.accumulator_vectors(), bound = cpu ? kMaxCpuUpcast : kMaxUpcast;
   for (const Cand& c : cands) {
     size_t i = c.axis;
-    bool along = k.contiguous(i);
+    bool along = moved ? i == cands[0].axis : k.contiguous(i);
     int64_t want = cpu ? std::max<int64_t>(4, std::bit_floor(uint64_t(budget / vectors))) : 4;
     int64_t n = p.divisor(i, along ? wide : want), room = bound / p.upcast;
     if (!along) n = tile_rows(p.size[i], n, want, room);

@@ -21,6 +21,7 @@ namespace {
 
 constexpr int64_t kStorePaddedMacs = int64_t{1} << 24;  // direct convs from this many multiplies
 constexpr int64_t kPartialElems = int64_t{1} << 20;     // the largest buffer of weight-gradient partials
+constexpr int64_t kDwStripBytes = int64_t{1} << 20;     // dy read by one tile of a direct weight gradient
 
 int64_t ceildiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -381,11 +382,17 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int
   // them by a row of kernel positions, each x value broadcast). The batch is split in chunks of up to 16
   // samples, each summed into a partial that stays in the cache, then the partials are added. The
   // Fashion-MNIST CNN's second conv (5x5, 32 -> 32, batch 512): 130-180 ms as im2col chunks and matmuls,
-  // 65-70 ms this way.
-  int64_t chunk = 1;
-  for (int64_t c = 16; c > 1 && chunk == 1; c--)
+  // 65-70 ms this way. Fewer samples where one tile's strip of dy (two vectors of channels at every output
+  // position of the chunk) would outgrow kDwStripBytes: W4's 28x28 outputs by 8 samples, not 16 (its dw
+  // 17.5 -> 9.3 ms of CPU time; 4 samples 7.2 ms, but the CNN's 5x5 dw ran 15% slower with 8 than 16).
+  int64_t per_sample = 4 * std::min<int64_t>(rcout, 32);  // dy bytes of one tile's columns
+  for (int a = 0; a < n; a++) per_sample *= dy.shape()[2 + a].max();
+  // the divisor of the batch from 4 to 16 nearest below `want`, else above it; none: one reduce
+  int64_t want = std::clamp<int64_t>(kDwStripBytes / per_sample, 4, 16), chunk = bs;
+  for (int64_t c = want; c >= 4 && chunk == bs; c--)
     if (bs % c == 0) chunk = c;
-  if (chunk < 4) chunk = bs;  // an awkward batch: one reduce
+  for (int64_t c = want + 1; c <= 16 && chunk == bs; c++)
+    if (bs % c == 0) chunk = c;
   Shape xs{bs / chunk, chunk}, gs{bs / chunk, chunk};
   Dims xorder{0}, gorder{0};
   for (int a = 0; a < n; a++) {

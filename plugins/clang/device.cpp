@@ -24,6 +24,10 @@ const tg::env::Declare kEnv{
         {"TG_CLANG_FLAGS", "", "extra flags for the CLANG device's compiler (part of its cache key)"},
         {"TG_CLANG_INPROCESS", "1",
          "0 = CLANG compiles with the TG_CLANG binary even if libclang-cpp is built in", true},
+        {"TG_CLANG_LANES", "0",
+         "4 or 8: declare float vectors of at most that many lanes (with TG_CLANG_FLAGS=-mno-avx512f, an "
+         "AVX2 "
+         "target on an AVX-512 machine); 0 = the native width"},
         {"TG_CLANG_DEVICES", "1",
          "how many CLANG devices (CLANG:0..N-1) share the cores; each gets its own pool on its own core set"},
     }};

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/dtype.hpp"
+#include "base/env.hpp"
 
 namespace tg::clangdev {
 
@@ -12,13 +13,18 @@ namespace {
 
 constexpr uint64_t bit(tg::Scalar s) { return uint64_t{1} << static_cast<int>(s); }
 
-// Widest float vector one register holds under -march=native.
+// Widest float vector one register holds under -march=native, or fewer lanes when TG_CLANG_LANES asks (a
+// narrower target's codegen checked on this machine).
 uint32_t native_float_lanes() {
+  uint32_t lanes = 4;  // SSE, NEON
 #if defined(__x86_64__) || defined(__i386__)
-  if (__builtin_cpu_supports("avx512f")) return 16;
-  if (__builtin_cpu_supports("avx")) return 8;
+  if (__builtin_cpu_supports("avx512f"))
+    lanes = 16;
+  else if (__builtin_cpu_supports("avx"))
+    lanes = 8;
 #endif
-  return 4;  // SSE, NEON
+  int want = tg::env::get_int("TG_CLANG_LANES").value_or(0);
+  return want == 4 || (want == 8 && lanes >= 8) ? static_cast<uint32_t>(want) : lanes;
 }
 
 // The C dialect with float16 as the storage type __fp16: C computes it in float, so each half result is

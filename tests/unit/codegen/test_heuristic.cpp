@@ -115,6 +115,23 @@ BOOST_AUTO_TEST_CASE(register_tile_step) {
     Plan p(k);
     BOOST_TEST(run(register_tile, k, p) == "[UPCAST(axis=1, arg=32), UPCAST(axis=0, arg=5)]");
   }
+  {  // c stored transposed (c[j, i], as a projection written as k^T): i is the store's contiguous axis, but a
+     // moves along it by 32 (a gather per vector); b loads whole vectors along j, so j takes the lanes
+    UOpRef i = range(64, 0), j = range(64, 1), r = range(32, 2, AxisType::REDUCE);
+    UOpRef a = load(glob(1, dtypes::float32, 64 * 32), i * idx(32) + r);
+    UOpRef b = load(glob(2, dtypes::float32, 32 * 64), r * idx(64) + j);
+    UOpRef ast = UOp::sink({end(
+        store(glob(0, dtypes::float32, 64 * 64), j * idx(64) + i, reduce(a * b, {r}, Ops::ADD)), {i, j})});
+    for (auto [caps, want] : {std::pair{cpu16(), "[UPCAST(axis=1, arg=32), UPCAST(axis=0, arg=8)]"},
+                              std::pair{cpu8(), "[UPCAST(axis=1, arg=16), UPCAST(axis=0, arg=4)]"}}) {
+      Kernel k(ast, caps);
+      Plan p(k);
+      BOOST_TEST(run(register_tile, k, p) == want);
+    }
+    Kernel k(ast, gpu());  // a workgroup device keeps its lanes on the store
+    Plan p(k);
+    BOOST_TEST(run(register_tile, k, p) == "[UPCAST(axis=0, arg=16), UPCAST(axis=1, arg=4)]");
+  }
   {  // a row sum reuses nothing along its output axis: no tile
     Kernel k(sum_ast(256, true), cpu16());
     Plan p(k);
@@ -222,6 +239,26 @@ BOOST_AUTO_TEST_CASE(swap_loops_step) {
   unroll_reduce(k, p);
   BOOST_TEST(run(swap_loops, k, p) ==
              "[UPCAST(axis=1, arg=32), UPCAST(axis=0, arg=8), UNROLL(axis=2, arg=8), SWAP(axis=0, arg=1)]");
+  // the same with lanes moved off the store (c stored transposed): still swapped
+  {
+    UOpRef i = range(512, 0), j = range(512, 1), r = range(512, 2, AxisType::REDUCE);
+    UOpRef a = load(glob(1, dtypes::float32, 512 * 512), i * idx(512) + r);
+    UOpRef b = load(glob(2, dtypes::float32, 512 * 512), r * idx(512) + j);
+    UOpRef ast = UOp::sink({end(
+        store(glob(0, dtypes::float32, 512 * 512), j * idx(512) + i, reduce(a * b, {r}, Ops::ADD)), {i, j})});
+    Kernel t(ast, cpu16());
+    Plan q(t);
+    register_tile(t, q), unroll_reduce(t, q);
+    BOOST_TEST(run(swap_loops, t, q) ==
+               "[UPCAST(axis=1, arg=32), UPCAST(axis=0, arg=8), UNROLL(axis=2, arg=8), SWAP(axis=0, arg=1)]");
+  }
+  {  // k = 3072: a strip of 384 KiB, within kStripBytes (512 KiB): swapped
+    Kernel t(matmul_ast(64, 64, 3072), cpu16());
+    Plan q(t);
+    register_tile(t, q), unroll_reduce(t, q);
+    BOOST_TEST(run(swap_loops, t, q) ==
+               "[UPCAST(axis=1, arg=32), UPCAST(axis=0, arg=8), UNROLL(axis=2, arg=8), SWAP(axis=0, arg=1)]");
+  }
   // b of 288 x ... : 64 columns over 32768 rows, a strip of 4 MiB: no swap.
   Kernel big(matmul_ast(288, 64, 32768), cpu16());
   Plan q(big);
