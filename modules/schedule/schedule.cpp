@@ -237,9 +237,14 @@ Built build(std::span<const UOp* const> order, const RealizeInfo& info, const Sn
       b.views[x] = target;
     } else {
       if (x->op() == Ops::CONTIGUOUS) value = x->src(0);
-      UOpRef device = device_of(x);
-      if (!device) throw DeviceError("schedule", fmt::format("cannot tell which device {} is on", x->str()));
-      out = buffer(device);
+      if (auto known = memo.buffers.find(x); known != memo.buffers.end()) {
+        out = known->second;  // an earlier round's: its device was found then (a walk down the graph)
+      } else {
+        UOpRef device = device_of(x);
+        if (!device)
+          throw DeviceError("schedule", fmt::format("cannot tell which device {} is on", x->str()));
+        out = buffer(device);
+      }
       b.views[x] = buffer_view(out, shape);
     }
     int kernel = static_cast<int>(b.kernels.size());
