@@ -13,7 +13,7 @@ int env(Args args) {
     fmt::print(stderr, "tg env: takes no arguments\n");
     return 2;
   }
-  runtime::Registry::global();  // loads the plugins, which declare their own variables
+  runtime::Registry::global().load_all();  // the plugins declare their own variables
   int status = 0;
   for (const auto& v : tg::env::all()) {
     auto raw = tg::env::raw(v.name);

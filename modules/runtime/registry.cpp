@@ -118,17 +118,39 @@ void Registry::add_candidate(const runtime::PluginFile& pf, const std::string& o
     return;
   }
   owner_.emplace(c.name, candidates_.size() - 1);
-  runtime::LoadResult loaded = runtime::load_plugin(pf.path, pf.alias, pf.abi);
-  if (loaded.descriptor == nullptr) {
-    c.reason = loaded.error;
-    return;
-  }
-  fill_from_descriptor(c, *loaded.descriptor);
+  unloaded_.emplace(candidates_.size() - 1, pf);  // loaded when first asked (Registry::loaded)
+}
+
+// Loading a plugin runs its static initializers and relocates it against LLVM and the like: milliseconds
+// each, so only the plugins a process asks about are loaded. Callers hold probe_mu_.
+const Candidate& Registry::loaded(size_t i) const {
+  Candidate& c = candidates_[i];
+  auto it = unloaded_.find(i);
+  if (it == unloaded_.end()) return c;
+  runtime::PluginFile pf = std::move(it->second);
+  unloaded_.erase(it);
+  runtime::LoadResult l = runtime::load_plugin(pf.path, pf.alias, pf.abi);
+  if (l.descriptor == nullptr)
+    c.reason = l.error;
+  else
+    fill_from_descriptor(c, *l.descriptor);
+  return c;
+}
+
+void Registry::load_all() const {
+  std::lock_guard lock(probe_mu_);
+  for (size_t i = 0; i < candidates_.size(); i++) loaded(i);
+}
+
+std::span<const Candidate> Registry::discovered() const {
+  std::lock_guard lock(probe_mu_);
+  return candidates_;
 }
 
 const Candidate& Registry::probed(size_t i, bool isolated) const {
   std::lock_guard lock(probe_mu_);
   Candidate& c = candidates_[i];
+  loaded(i);
   if (!c.probed && c.descriptor != nullptr) {
     runtime::ProbeResult p = isolated ? runtime::probe_plugin_isolated(*c.descriptor, config_.probe_timeout_seconds)
                                       : runtime::probe_plugin(*c.descriptor);
@@ -183,8 +205,17 @@ DeviceSpec Registry::default_spec(std::string* why) const {
     require(spec.name);
     return spec;
   }
+  // Priorities live in the descriptors: only the devices named by NAME=1 are loaded to sort them, and
+  // without any, every plugin is.
   std::vector<size_t> owners;
-  for (const auto& [name, i] : owner_) owners.push_back(i);
+  for (const auto& [name, i] : owner_)
+    if (config_.env.contains(name) && config_.env.find(name)->second == "1") owners.push_back(i);
+  if (owners.empty())
+    for (const auto& [name, i] : owner_) owners.push_back(i);
+  {
+    std::lock_guard lock(probe_mu_);
+    for (size_t i : owners) loaded(i);
+  }
   std::sort(owners.begin(), owners.end(), [&](size_t a, size_t b) {
     const Candidate &ca = candidates_[a], &cb = candidates_[b];
     return ca.priority != cb.priority ? ca.priority > cb.priority : a < b;  // ties: discovery order

@@ -59,8 +59,13 @@ class Registry {
   // (plugins are never unloaded, and devices may be in use until exit).
   static Registry& global();
 
-  // Every candidate, each probed (in this process, unless probe_all(true) ran first).
+  // Every candidate, each loaded and probed (in this process, unless probe_all(true) ran first).
   std::span<const Candidate> candidates() const;
+  // Every candidate as it stands: a plugin nothing asked about yet is found (name, path, ABI from its ELF)
+  // but not loaded (descriptor null, version and priority unset).
+  std::span<const Candidate> discovered() const;
+  // Loads every plugin not loaded yet (their variables join the env registry), probing none.
+  void load_all() const;
   std::span<const runtime::SearchEntry> search_list() const { return search_; }
   // The candidate that owns a device name (the first found), probed, or null.
   const Candidate* find(std::string_view name) const;
@@ -88,12 +93,14 @@ class Registry {
   void add_candidate(const runtime::PluginFile& pf, const std::string& origin);
   const Candidate& require(const std::string& name) const;
   const Candidate& probed(size_t i, bool isolated = false) const;
+  const Candidate& loaded(size_t i) const;
 
   RegistryConfig config_;
   std::vector<runtime::SearchEntry> search_;
-  // Probing is lazy: discovery only reads files and loads plugins; a candidate's probe runs the first time
-  // its usability is asked. Guarded by probe_mu_.
+  // Loading and probing are lazy: discovery only reads files; a candidate's plugin is loaded and probed the
+  // first time its usability is asked. Guarded by probe_mu_.
   mutable std::vector<Candidate> candidates_;
+  mutable std::map<size_t, runtime::PluginFile> unloaded_;  // owners whose library is not loaded yet
   mutable std::mutex probe_mu_;
   std::map<std::string, size_t, std::less<>> owner_;  // device name -> the candidate that owns it
   std::mutex mu_;

@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "schedule/passes.hpp"
+#include "uop/ptr_map.hpp"
 #include "uop/scalar.hpp"
 #include "uop/symbolic.hpp"
 
@@ -321,15 +322,23 @@ bool needs_no_kernel(const UOp* b) {
 
 }  // namespace
 
-RealizeInfo decide_realize(const UOpRef& sink, const NodeSet& forced) {
-  RealizeInfo info{forced, {}, {}};
-  NodeSet expanded;
+RealizeMarks mark_realize(const UOpRef& sink) {
+  RealizeMarks marks;
+  RealizeInfo info;
   for (const UOpRef& r : sink->src()) {
     const UOp* b = strip_movement(r.get());
     if (!needs_no_kernel(b)) info.realized.insert(b);
   }
-  MarkCtx mctx{&info, &expanded};
+  MarkCtx mctx{&info, &marks.expanded};
   graph_rewrite(sink, pm_realize_marks(), mctx, {.name = "schedule: realize marks"});
+  marks.realized = std::move(info.realized);
+  marks.order = sink->toposort();
+  return marks;
+}
+
+RealizeInfo decide_realize(const RealizeMarks& marks, const NodeSet& forced) {
+  RealizeInfo info{marks.realized, {}, {}};
+  info.realized.insert(forced.begin(), forced.end());
   // A CONTIGUOUS stores the value of its source: that source is realized instead, so its other uses read the
   // buffer rather than computing the value again, and the CONTIGUOUS is that buffer (build). A relu stored
   // for the next conv: its backward's mask reads it, and the conv output under it can go after the forward.
@@ -345,20 +354,24 @@ RealizeInfo decide_realize(const UOpRef& sink, const NodeSet& forced) {
   // An expanded value is realized when recomputing it per broadcast element would repeat a reduce over
   // buffers; cheap elementwise values are recomputed instead. Sources first, so decisions below are final.
   enum : uint8_t { READS = 1, HEAVY = 2 };
-  std::unordered_map<const UOp*, uint8_t> flags;
-  for (const UOp* u : sink->toposort()) {
+  detail::PtrMap<uint8_t> flags(marks.order.size());
+  for (const UOp* u : marks.order) {
     uint8_t f = u->op() == Ops::BUFFER ? READS : 0;
-    for (const UOpRef& s : u->src()) f |= flags[s.get()];
-    if (u->op() == Ops::REDUCE_AXIS && (flags[u->src(0).get()] & READS)) f |= HEAVY;
-    if ((f & HEAVY) && expanded.count(u)) info.realized.insert(u);
+    for (const UOpRef& s : u->src()) f |= *flags.find(s.get());  // sources come first in the order
+    if (u->op() == Ops::REDUCE_AXIS && (*flags.find(u->src(0).get()) & READS)) f |= HEAVY;
+    if ((f & HEAVY) && marks.expanded.count(u)) info.realized.insert(u);
     if (info.realized.count(u)) {
-      flags[u] = READS;
+      flags.insert(u, READS);
     } else {
-      flags[u] = f;
+      flags.insert(u, f);
       if ((f & HEAVY) && !group::Movement.contains(u->op())) info.heavy.insert(u);
     }
   }
   return info;
+}
+
+RealizeInfo decide_realize(const UOpRef& sink, const NodeSet& forced) {
+  return decide_realize(mark_realize(sink), forced);
 }
 
 UOpRef buffer_view(const UOpRef& buffer, const Shape& shape) {

@@ -37,6 +37,14 @@ struct RealizeInfo {
 // Roots, CONTIGUOUS, COPY (and a source it cannot copy directly), ASSIGN, and reduces that are expanded.
 // `forced` are extra nodes found by later passes (hazards, repeated heavy uses).
 RealizeInfo decide_realize(const UOpRef& sink, const NodeSet& forced);
+// The same in two steps, for a scheduler that decides again with more `forced` nodes: what depends on the
+// graph alone (marks, the expanded bases, the sink's toposort), then the decisions for one `forced` set.
+struct RealizeMarks {
+  NodeSet realized, expanded;
+  std::vector<const UOp*> order;  // sink->toposort()
+};
+RealizeMarks mark_realize(const UOpRef& sink);
+RealizeInfo decide_realize(const RealizeMarks& marks, const NodeSet& forced);
 
 // ---- 3. rangeify: one realized node -> kernel AST ----
 struct HeavyUse {

@@ -6,6 +6,7 @@
 #include <exception>
 #include <optional>
 #include <queue>
+#include <span>
 #include <thread>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "base/error.hpp"
 #include "base/log.hpp"
 #include "schedule/passes.hpp"
+#include "uop/ptr_map.hpp"
 #include "uop/spec.hpp"
 
 namespace tg::sched {
@@ -59,11 +61,11 @@ using Snapshots = std::unordered_map<const UOp*, Copies>;
 std::vector<const UOp*> local_leaves(const UOp* x, const RealizeInfo& info, Signature& sig) {
   std::vector<const UOp*> leaves, stack(x->src().size());
   for (size_t i = 0; i < stack.size(); i++) stack[i] = x->src(i).get();
-  NodeSet seen;
+  detail::PtrMap<char> seen;
   while (!stack.empty()) {
     const UOp* u = stack.back();
     stack.pop_back();
-    if (!seen.insert(u).second) continue;
+    if (!seen.insert(u, 1).second) continue;
     bool realized = info.realized.count(u) != 0;
     if (realized || u->op() == Ops::BUFFER) {
       leaves.push_back(u);
@@ -90,12 +92,22 @@ struct BuildMemo {
   std::unordered_map<const UOp*, Lowered> kernels;
 };
 
-// The nodes of `nodes` strictly below another one of them (one walk per node, not one per pair).
+// The nodes of `nodes` strictly below another one of them: one walk over all of them, not one per node.
 NodeSet inside_another(const NodeSet& nodes) {
+  std::vector<UOpRef> roots;
+  for (const UOp* q : nodes) roots.push_back(q->ref());
+  UOpRef all = UOp::sink(roots);
+  std::vector<const UOp*> order = all->toposort();
   NodeSet inner;
-  for (const UOp* q : nodes)
-    for (const UOp* u : q->toposort())
-      if (u != q && nodes.count(u)) inner.insert(u);
+  detail::PtrMap<char> below;  // consumers come before their sources when walking the order backwards
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const UOp* u = *it;
+    if (u == all.get()) continue;
+    bool under = below.find(u) != nullptr, listed = nodes.count(u) != 0;
+    if (under && listed) inner.insert(u);
+    if (under || listed)
+      for (const UOpRef& s : u->src()) below.insert(s.get(), 1);
+  }
   return inner;
 }
 
@@ -185,8 +197,8 @@ UOpRef read_copies(const UOpRef& value, const UOp* root, const Copies& copies, c
 // Buffers and views first, in dependency order; then the kernels not in the memo are lowered, on two
 // threads when there are many (each reads only the views, so any order gives the same kernels); then, in
 // order again, the memo, the heavy uses and the hazards.
-Built build(const UOpRef& sink, const RealizeInfo& info, const Snapshots& snapshots, VarVals* var_vals,
-            BuildMemo& memo) {
+Built build(std::span<const UOp* const> order, const RealizeInfo& info, const Snapshots& snapshots,
+            VarVals* var_vals, BuildMemo& memo) {
   Built b;
   std::vector<LowerJob> jobs;
   std::vector<const UOp*> lowered;  // per kernel: the node whose lowering it takes (null: none)
@@ -224,9 +236,14 @@ Built build(const UOpRef& sink, const RealizeInfo& info, const Snapshots& snapsh
       b.views[x] = target;
     } else {
       if (x->op() == Ops::CONTIGUOUS) value = x->src(0);
-      UOpRef device = device_of(x);
-      if (!device) throw DeviceError("schedule", fmt::format("cannot tell which device {} is on", x->str()));
-      out = buffer(device);
+      if (auto known = memo.buffers.find(x); known != memo.buffers.end()) {
+        out = known->second;  // an earlier round's: its device was found then (a walk down the graph)
+      } else {
+        UOpRef device = device_of(x);
+        if (!device)
+          throw DeviceError("schedule", fmt::format("cannot tell which device {} is on", x->str()));
+        out = buffer(device);
+      }
       b.views[x] = buffer_view(out, shape);
     }
     int kernel = static_cast<int>(b.kernels.size());
@@ -240,7 +257,7 @@ Built build(const UOpRef& sink, const RealizeInfo& info, const Snapshots& snapsh
     }
   };
   NodeSet copies;
-  for (const UOp* x : sink->toposort()) {
+  for (const UOp* x : order) {
     if (!info.realized.count(x)) continue;
     auto it = snapshots.find(x);
     const Copies* redirect = it == snapshots.end() ? nullptr : &it->second;
@@ -434,9 +451,10 @@ std::vector<ScheduleItem> schedule_uncached(const UOpRef& sink, BecomesMap& beco
   BuildMemo memo;
   Snapshots copies;  // kept across rounds: each copy's node is the key of its buffer in the memo
   std::vector<size_t> ordered;
+  RealizeMarks marks = mark_realize(clean);  // the graph stays: only `forced` grows from round to round
   for (;;) {
-    info = decide_realize(clean, forced);
-    built = build(clean, info, copies, var_vals, memo);
+    info = decide_realize(marks, forced);
+    built = build(marks.order, info, copies, var_vals, memo);
     if (built.retry.empty()) {
       Order o = order(built.kernels);
       if (o.cyclic.empty()) {

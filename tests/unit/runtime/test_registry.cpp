@@ -300,3 +300,36 @@ BOOST_AUTO_TEST_CASE(renderer_and_arch_fields_must_be_taken_by_the_device) {
              "NAME[:index][:renderer[:arch]]");
   BOOST_TEST(reg.device("NULL").name() == "NULL");  // the refused ones left nothing open
 }
+
+// Discovery reads the files only: a plugin is loaded when its device is asked about (DEV, find, device),
+// every one when all are listed or the default is chosen by priority.
+BOOST_AUTO_TEST_CASE(plugins_are_loaded_only_when_asked_about) {
+  auto loaded = [](const tg::Registry& r) {
+    std::vector<std::string> out;
+    for (const tg::Candidate& c : r.discovered())
+      if (c.descriptor != nullptr && c.path != "built-in") out.push_back(c.name);
+    return out;
+  };
+  std::string dir = test::fixture_dir();
+  auto reg = make({{"TG_PLUGIN_PATH", dir}, {"DEV", "FIXTURE_GOOD:1"}});
+  BOOST_TEST(loaded(reg).empty());
+  const tg::Candidate* good = nullptr;
+  for (const tg::Candidate& c : reg.discovered())
+    if (c.name == "FIXTURE_GOOD" && file_name(c) == "libtg-good.so") good = &c;
+  BOOST_REQUIRE(good != nullptr);
+  BOOST_TEST(good->version.empty());  // not read before it is loaded
+  BOOST_TEST(reg.default_device().index() == 1);
+  BOOST_TEST(loaded(reg) == std::vector<std::string>{"FIXTURE_GOOD"}, boost::test_tools::per_element());
+  BOOST_TEST(good->version == "1.2.3");
+  BOOST_TEST(reg.find("FIXTURE_SHORT")->reason == "descriptor is 8 bytes, this core reads 48");  // on demand
+  BOOST_TEST(loaded(reg).size() == 1u);  // that one failed its load: still no descriptor
+  auto flag = make({{"TG_PLUGIN_PATH", dir}, {"FIXTURE_GOOD", "1"}});
+  BOOST_TEST(flag.default_spec().name == "FIXTURE_GOOD");
+  BOOST_TEST(loaded(flag) == std::vector<std::string>{"FIXTURE_GOOD"}, boost::test_tools::per_element());
+  auto by_priority = make({{"TG_PLUGIN_PATH", dir}});
+  BOOST_TEST(by_priority.default_spec().name == "FIXTURE_GOOD");
+  BOOST_TEST(loaded(by_priority).size() > 1u);  // every plugin that loads: the priorities are in them
+  auto all = make({{"TG_PLUGIN_PATH", dir}});
+  all.load_all();
+  BOOST_TEST(loaded(all) == loaded(by_priority), boost::test_tools::per_element());
+}
