@@ -22,7 +22,7 @@ static_assert(std::endian::native == std::endian::little, "GGUF data is little-e
 
 namespace {
 
-FormatError bad(std::string_view what) { return FormatError("gguf_load", what); }
+FormatError gguf_error(std::string_view what) { return FormatError("gguf_load", what); }
 using Bytes = std::span<const std::byte>;
 using T = GGUFValue::Type;
 constexpr int kMaxArrayDepth = 8;
@@ -44,7 +44,7 @@ class Reader {
   uint64_t at() const { return at_; }
   Bytes take(uint64_t n, std::string_view what) {
     if (n > left())
-      throw bad(
+      throw gguf_error(
           fmt::format("{} needs {} bytes at byte {} but the file has only {} left", what, n, at_, left()));
     Bytes r = b_.subspan(at_, n);
     at_ += n;
@@ -127,7 +127,7 @@ GGUFValue value(Reader& r, T type, const std::string& key, int depth) {
       break;
     case T::BOOL: {
       uint8_t b = r.get<uint8_t>(key);
-      if (b > 1) throw bad(fmt::format("key '{}': bool value {} is not 0 or 1", key, b));
+      if (b > 1) throw gguf_error(fmt::format("key '{}': bool value {} is not 0 or 1", key, b));
       v.u = b;
       break;
     }
@@ -136,20 +136,20 @@ GGUFValue value(Reader& r, T type, const std::string& key, int depth) {
       break;
     case T::ARRAY: {
       if (depth >= kMaxArrayDepth)
-        throw bad(fmt::format("key '{}': arrays nest deeper than {}", key, kMaxArrayDepth));
+        throw gguf_error(fmt::format("key '{}': arrays nest deeper than {}", key, kMaxArrayDepth));
       uint32_t et = r.get<uint32_t>(key);
-      if (et > 12) throw bad(fmt::format("key '{}': unknown array item type {}", key, et));
+      if (et > 12) throw gguf_error(fmt::format("key '{}': unknown array item type {}", key, et));
       v.array_type = static_cast<T>(et);
       uint64_t n = r.get<uint64_t>(key);
       if (n > r.left() / min_size(v.array_type))
-        throw bad(
+        throw gguf_error(
             fmt::format("key '{}': array of {} items does not fit in the {} bytes left", key, n, r.left()));
       v.array.reserve(n);
       for (uint64_t k = 0; k < n; ++k) v.array.push_back(value(r, v.array_type, key, depth + 1));
       break;
     }
     default:
-      throw bad(fmt::format("key '{}': unknown value type {}", key, static_cast<uint32_t>(type)));
+      throw gguf_error(fmt::format("key '{}': unknown value type {}", key, static_cast<uint32_t>(type)));
   }
   return v;
 }
@@ -233,43 +233,43 @@ struct Parsed {
 
 Parsed parse_host(Bytes f) {
   Reader r(f);
-  if (f.size() < 4 || std::memcmp(f.data(), "GGUF", 4) != 0) throw bad("bad magic: not a GGUF file");
+  if (f.size() < 4 || std::memcmp(f.data(), "GGUF", 4) != 0) throw gguf_error("bad magic: not a GGUF file");
   r.take(4, "magic");
   uint32_t version = r.get<uint32_t>("version");
   if (version != 2 && version != 3)
-    throw bad(fmt::format("version {} is not supported (only 2 and 3)", version));
+    throw gguf_error(fmt::format("version {} is not supported (only 2 and 3)", version));
   uint64_t n_tensors = r.get<uint64_t>("tensor count"), n_kv = r.get<uint64_t>("metadata count");
-  if (n_kv > r.left() / 12) throw bad(fmt::format("metadata count {} does not fit in the file", n_kv));
+  if (n_kv > r.left() / 12) throw gguf_error(fmt::format("metadata count {} does not fit in the file", n_kv));
   Parsed out;
   for (uint64_t k = 0; k < n_kv; ++k) {
     std::string key = r.str("metadata key");
     uint32_t type = r.get<uint32_t>(key);
-    if (type > 12) throw bad(fmt::format("key '{}': unknown value type {}", key, type));
-    if (out.metadata.count(key)) throw bad(fmt::format("key '{}' appears twice", key));
+    if (type > 12) throw gguf_error(fmt::format("key '{}': unknown value type {}", key, type));
+    if (out.metadata.count(key)) throw gguf_error(fmt::format("key '{}' appears twice", key));
     out.metadata.emplace(key, value(r, static_cast<T>(type), key, 0));
   }
   uint64_t align = 32;
   if (auto it = out.metadata.find("general.alignment"); it != out.metadata.end()) {
     if (it->second.type != T::UINT32 || it->second.u == 0 || !std::has_single_bit(it->second.u))
-      throw bad("general.alignment must be a uint32 power of two");
+      throw gguf_error("general.alignment must be a uint32 power of two");
     align = it->second.u;
   }
   if (n_tensors > r.left() / 24)
-    throw bad(fmt::format("tensor count {} does not fit in the file", n_tensors));
+    throw gguf_error(fmt::format("tensor count {} does not fit in the file", n_tensors));
   std::vector<Info> infos;
   std::set<std::string> names;
   for (uint64_t k = 0; k < n_tensors; ++k) {
     Info t;
     t.name = r.str("tensor name");
-    if (!names.insert(t.name).second) throw bad(fmt::format("tensor '{}' appears twice", t.name));
+    if (!names.insert(t.name).second) throw gguf_error(fmt::format("tensor '{}' appears twice", t.name));
     uint32_t nd = r.get<uint32_t>(t.name);
-    if (nd > 4) throw bad(fmt::format("tensor '{}': {} dims (at most 4)", t.name, nd));
+    if (nd > 4) throw gguf_error(fmt::format("tensor '{}': {} dims (at most 4)", t.name, nd));
     std::vector<uint64_t> ne(nd);
     t.count = 1;
     for (uint64_t& n : ne) {
       n = r.get<uint64_t>(t.name);
       if (n > static_cast<uint64_t>(INT64_MAX) || (n && t.count > f.size() * 1024 / n))
-        throw bad(fmt::format("tensor '{}': dim {} is too large for the file", t.name, n));
+        throw gguf_error(fmt::format("tensor '{}': dim {} is too large for the file", t.name, n));
       t.count *= n;
     }
     for (auto it = ne.rbegin(); it != ne.rend(); ++it) t.shape.push_back(static_cast<int64_t>(*it));
@@ -277,32 +277,35 @@ Parsed parse_host(Bytes f) {
     t.kind = nullptr;
     for (const Kind& kd : kKinds)
       if (kd.id == type) t.kind = &kd;
-    if (!t.kind) throw bad(fmt::format("tensor '{}': ggml type {} is not supported", t.name, type));
+    if (!t.kind) throw gguf_error(fmt::format("tensor '{}': ggml type {} is not supported", t.name, type));
     if (nd > 0 && ne[0] % t.kind->block)
-      throw bad(fmt::format("tensor '{}': {} rows of {} elements are not whole {} blocks of {}", t.name,
-                            t.count / std::max<uint64_t>(ne[0], 1), ne[0], t.kind->name, t.kind->block));
+      throw gguf_error(fmt::format("tensor '{}': {} rows of {} elements are not whole {} blocks of {}",
+                                   t.name, t.count / std::max<uint64_t>(ne[0], 1), ne[0], t.kind->name,
+                                   t.kind->block));
     if (nd == 0 && t.kind->block != 1)
-      throw bad(fmt::format("tensor '{}': a scalar cannot be {}", t.name, t.kind->name));
+      throw gguf_error(fmt::format("tensor '{}': a scalar cannot be {}", t.name, t.kind->name));
     t.nbytes = t.count / t.kind->block * t.kind->bytes;
     t.offset = r.get<uint64_t>(t.name);
     if (t.offset % align)
-      throw bad(fmt::format("tensor '{}': offset {} is not a multiple of {}", t.name, t.offset, align));
+      throw gguf_error(
+          fmt::format("tensor '{}': offset {} is not a multiple of {}", t.name, t.offset, align));
     infos.push_back(std::move(t));
   }
   uint64_t start = (r.at() + align - 1) / align * align;
-  if (start > f.size() && !infos.empty()) throw bad("tensor data starts past the end of the file");
+  if (start > f.size() && !infos.empty()) throw gguf_error("tensor data starts past the end of the file");
   uint64_t data_size = start > f.size() ? 0 : f.size() - start;
   std::vector<const Info*> order;
   for (const Info& t : infos) {
     if (t.offset > data_size || t.nbytes > data_size - t.offset)
-      throw bad(fmt::format("tensor '{}': {} bytes at offset {} run past the end of the data ({} bytes)",
-                            t.name, t.nbytes, t.offset, data_size));
+      throw gguf_error(
+          fmt::format("tensor '{}': {} bytes at offset {} run past the end of the data ({} bytes)", t.name,
+                      t.nbytes, t.offset, data_size));
     order.push_back(&t);
   }
   std::sort(order.begin(), order.end(), [](const Info* a, const Info* b) { return a->offset < b->offset; });
   for (size_t k = 1; k < order.size(); ++k)
     if (order[k]->offset < order[k - 1]->offset + order[k - 1]->nbytes)
-      throw bad(fmt::format("tensors '{}' and '{}' overlap", order[k - 1]->name, order[k]->name));
+      throw gguf_error(fmt::format("tensors '{}' and '{}' overlap", order[k - 1]->name, order[k]->name));
   for (const Info& t : infos) {
     Bytes src = f.subspan(start + t.offset, t.nbytes);
     HostTensor h{t.name, t.kind->out, t.shape, {}};

@@ -54,7 +54,7 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-FormatError bad(std::string_view what) { return FormatError("safe_load", what); }
+FormatError safe_error(std::string_view what) { return FormatError("safe_load", what); }
 
 struct Entry {
   std::string name;
@@ -92,22 +92,23 @@ class HeaderChecker : public nlohmann::json_sax<json> {
   bool key(string_t& k) override {
     if (depth_ == 1) {  // tensor names (the reference rejects a repeated __metadata__; we reject any repeat)
       if (!names_.insert(k).second)
-        throw bad(k == "__metadata__" ? std::string("header has '__metadata__' twice")
-                                      : fmt::format("header names tensor '{}' twice", k));
+        throw safe_error(k == "__metadata__" ? std::string("header has '__metadata__' twice")
+                                             : fmt::format("header names tensor '{}' twice", k));
       entry_ = k;
     } else if (depth_ == 2 && entry_ != "__metadata__" && !fields_.insert(k).second) {
-      throw bad(fmt::format("tensor '{}': field '{}' appears twice", entry_, k));
+      throw safe_error(fmt::format("tensor '{}': field '{}' appears twice", entry_, k));
     }
     return true;
   }
   bool parse_error(std::size_t byte, const std::string&, const nlohmann::detail::exception&) override {
-    throw bad(fmt::format("header is not valid JSON (error at byte {})", byte));
+    throw safe_error(fmt::format("header is not valid JSON (error at byte {})", byte));
   }
 
  private:
   static constexpr int kMaxDepth = 127;  // the reference's serde_json accepts 127 nested containers
   bool open() {
-    if (++depth_ > kMaxDepth) throw bad(fmt::format("header nests JSON deeper than {} levels", kMaxDepth));
+    if (++depth_ > kMaxDepth)
+      throw safe_error(fmt::format("header nests JSON deeper than {} levels", kMaxDepth));
     if (depth_ == 2) fields_.clear();
     return true;
   }
@@ -118,19 +119,19 @@ class HeaderChecker : public nlohmann::json_sax<json> {
 
 // Header bytes -> parsed JSON, checked by HeaderChecker first.
 json parse_json(std::string_view text) {
-  if (text.empty() || text.front() != '{') throw bad("header does not start with '{'");
+  if (text.empty() || text.front() != '{') throw safe_error("header does not start with '{'");
   // nlohmann stops at a NUL as at the end of the input; the reference rejects any NUL in the header
   if (size_t nul = text.find('\0'); nul != std::string_view::npos)
-    throw bad(fmt::format("header has a NUL byte at byte {}", nul));
+    throw safe_error(fmt::format("header has a NUL byte at byte {}", nul));
   HeaderChecker checker;
   json::sax_parse(text, &checker);
   json j;
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw bad(fmt::format("header is not valid JSON (error at byte {})", e.byte));
+    throw safe_error(fmt::format("header is not valid JSON (error at byte {})", e.byte));
   }
-  if (!j.is_object()) throw bad("header is not a JSON object");
+  if (!j.is_object()) throw safe_error("header is not a JSON object");
   return j;
 }
 
@@ -143,26 +144,26 @@ std::string excerpt(const json& v) {
 uint64_t non_negative(const json& v, std::string_view name, std::string_view field) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
   if (v.is_number_integer())
-    throw bad(fmt::format("tensor '{}': {} has a negative value {}", name, field, v.get<int64_t>()));
-  throw bad(fmt::format("tensor '{}': {} must hold integers, got {}", name, field, excerpt(v)));
+    throw safe_error(fmt::format("tensor '{}': {} has a negative value {}", name, field, v.get<int64_t>()));
+  throw safe_error(fmt::format("tensor '{}': {} must hold integers, got {}", name, field, excerpt(v)));
 }
 
 const json& field(const json& info, std::string_view name, const char* key) {
   auto it = info.find(key);
-  if (it == info.end()) throw bad(fmt::format("tensor '{}': missing field '{}'", name, key));
+  if (it == info.end()) throw safe_error(fmt::format("tensor '{}': missing field '{}'", name, key));
   return *it;
 }
 
 Entry parse_entry(const std::string& name, const json& info) {
-  if (!info.is_object()) throw bad(fmt::format("tensor '{}': entry is not a JSON object", name));
+  if (!info.is_object()) throw safe_error(fmt::format("tensor '{}': entry is not a JSON object", name));
   Entry e{name, {}, {}, 0, 0};
   const json& dt = field(info, name, "dtype");
-  if (!dt.is_string()) throw bad(fmt::format("tensor '{}': dtype is not a string", name));
+  if (!dt.is_string()) throw safe_error(fmt::format("tensor '{}': dtype is not a string", name));
   std::optional<DType> d = dtype_from_name(dt.get<std::string>());
-  if (!d) throw bad(fmt::format("tensor '{}': unknown dtype '{}'", name, dt.get<std::string>()));
+  if (!d) throw safe_error(fmt::format("tensor '{}': unknown dtype '{}'", name, dt.get<std::string>()));
   e.dtype = *d;
   const json& shape = field(info, name, "shape");
-  if (!shape.is_array()) throw bad(fmt::format("tensor '{}': shape is not an array", name));
+  if (!shape.is_array()) throw safe_error(fmt::format("tensor '{}': shape is not an array", name));
   // Like NumPy, the non-zero dims times the itemsize must fit in int64 even when another dim is 0: strides
   // are products of the later dims.
   uint64_t itemsize = e.dtype.itemsize(), nonzero_bytes = itemsize;
@@ -171,21 +172,23 @@ Entry parse_entry(const std::string& name, const json& info) {
     uint64_t n = non_negative(s, name, "shape");
     empty |= n == 0;
     if (n != 0 && nonzero_bytes > static_cast<uint64_t>(INT64_MAX) / n)
-      throw bad(fmt::format("tensor '{}': shape {} is too large", name, excerpt(shape)));
+      throw safe_error(fmt::format("tensor '{}': shape {} is too large", name, excerpt(shape)));
     nonzero_bytes *= std::max<uint64_t>(n, 1);
     e.shape.push_back(static_cast<int64_t>(n));
   }
   const json& off = field(info, name, "data_offsets");
   if (!off.is_array() || off.size() != 2)
-    throw bad(fmt::format("tensor '{}': data_offsets must be [begin, end]", name));
+    throw safe_error(fmt::format("tensor '{}': data_offsets must be [begin, end]", name));
   e.begin = non_negative(off[0], name, "data_offsets");
   e.end = non_negative(off[1], name, "data_offsets");
   if (e.end < e.begin)
-    throw bad(fmt::format("tensor '{}': data_offsets [{},{}] end before they begin", name, e.begin, e.end));
+    throw safe_error(
+        fmt::format("tensor '{}': data_offsets [{},{}] end before they begin", name, e.begin, e.end));
   uint64_t nbytes = empty ? 0 : nonzero_bytes;
   if (e.end - e.begin != nbytes)
-    throw bad(fmt::format("tensor '{}': data_offsets [{},{}] hold {} bytes but shape {} of {} needs {}", name,
-                          e.begin, e.end, e.end - e.begin, excerpt(shape), dt.get<std::string>(), nbytes));
+    throw safe_error(
+        fmt::format("tensor '{}': data_offsets [{},{}] hold {} bytes but shape {} of {} needs {}", name,
+                    e.begin, e.end, e.end - e.begin, excerpt(shape), dt.get<std::string>(), nbytes));
   return e;
 }
 
@@ -194,9 +197,9 @@ Header parse_header(std::string_view text, uint64_t data_size) {
   Header h;
   for (const auto& [name, info] : j.items()) {
     if (name == "__metadata__") {
-      if (!info.is_object()) throw bad("__metadata__ is not a JSON object");
+      if (!info.is_object()) throw safe_error("__metadata__ is not a JSON object");
       for (const auto& [k, v] : info.items()) {
-        if (!v.is_string()) throw bad(fmt::format("__metadata__ value of '{}' is not a string", k));
+        if (!v.is_string()) throw safe_error(fmt::format("__metadata__ value of '{}' is not a string", k));
         h.metadata[k] = v.get<std::string>();
       }
       continue;
@@ -210,28 +213,31 @@ Header parse_header(std::string_view text, uint64_t data_size) {
   const Entry* prev = nullptr;
   for (const Entry& e : h.entries) {
     if (e.begin < at)
-      throw bad(fmt::format("tensor '{}': data_offsets [{},{}] overlap tensor '{}' ending at {}", e.name,
-                            e.begin, e.end, prev->name, at));
+      throw safe_error(fmt::format("tensor '{}': data_offsets [{},{}] overlap tensor '{}' ending at {}",
+                                   e.name, e.begin, e.end, prev->name, at));
     if (e.begin > at)
-      throw bad(fmt::format("tensor '{}': data_offsets [{},{}] leave a hole of {} bytes before it", e.name,
-                            e.begin, e.end, e.begin - at));
+      throw safe_error(fmt::format("tensor '{}': data_offsets [{},{}] leave a hole of {} bytes before it",
+                                   e.name, e.begin, e.end, e.begin - at));
     if (e.end > data_size)
-      throw bad(fmt::format("tensor '{}' ends at byte {} but the file has only {} bytes of data", e.name,
-                            e.end, data_size));
+      throw safe_error(fmt::format("tensor '{}' ends at byte {} but the file has only {} bytes of data",
+                                   e.name, e.end, data_size));
     at = e.end, prev = &e;
   }
   if (at != data_size)
-    throw bad(fmt::format("tensors end at byte {} but the file has {} bytes of data", at, data_size));
+    throw safe_error(fmt::format("tensors end at byte {} but the file has {} bytes of data", at, data_size));
   return h;
 }
 
 // The header size from the file's first 8 bytes (of total), checked against the limit and the file.
 uint64_t header_size(std::span<const std::byte> first, uint64_t total) {
-  if (total < 8) throw bad(fmt::format("file is {} bytes, too short for the 8-byte header size", total));
+  if (total < 8)
+    throw safe_error(fmt::format("file is {} bytes, too short for the 8-byte header size", total));
   uint64_t n = read_u64_le(first);
-  if (n > kMaxHeader) throw bad(fmt::format("header size {} is larger than the limit {}", n, kMaxHeader));
+  if (n > kMaxHeader)
+    throw safe_error(fmt::format("header size {} is larger than the limit {}", n, kMaxHeader));
   if (n > total - 8)
-    throw bad(fmt::format("header size {} is larger than the file ({} bytes after the size)", n, total - 8));
+    throw safe_error(
+        fmt::format("header size {} is larger than the file ({} bytes after the size)", n, total - 8));
   return n;
 }
 
@@ -245,7 +251,8 @@ FileHeader read_header(const detail::HostFile& f) {
   f.read_at(0, first);
   uint64_t n = header_size(first, f.size());
   std::string text(n, '\0');
-  if (f.read_at(8, std::as_writable_bytes(std::span(text))) != n) throw bad("the file shrank while read");
+  if (f.read_at(8, std::as_writable_bytes(std::span(text))) != n)
+    throw safe_error("the file shrank while read");
   return {8 + n, parse_header(text, f.size() - 8 - n)};
 }
 
@@ -350,7 +357,7 @@ StateDict safe_load(const std::filesystem::path& path, std::string_view device) 
   std::vector<std::byte> bytes;
   for (const Entry& e : h.entries) {
     bytes.resize(e.end - e.begin);
-    if (f.read_at(start + e.begin, bytes) != bytes.size()) throw bad("the file shrank while read");
+    if (f.read_at(start + e.begin, bytes) != bytes.size()) throw safe_error("the file shrank while read");
     out.emplace(e.name, detail::tensor_from_bytes(bytes, e.dtype, e.shape, device));
   }
   return out;

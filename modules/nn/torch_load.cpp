@@ -30,7 +30,7 @@ namespace {
 using detail::entry_bytes;
 using detail::read_zip;
 using detail::ZipEntry;
-FormatError bad(std::string_view what) { return FormatError("torch_load", what); }
+FormatError torch_error(std::string_view what) { return FormatError("torch_load", what); }
 
 using Bytes = std::span<const std::byte>;
 
@@ -89,7 +89,7 @@ class Unpickler {
           take(8);
           break;     // FRAME
         case '.': {  // STOP
-          if (stack_.size() != 1) throw bad("pickle stops with a malformed stack");
+          if (stack_.size() != 1) throw torch_error("pickle stops with a malformed stack");
           return stack_.back();
         }
         case '(':
@@ -155,7 +155,7 @@ class Unpickler {
         }
         case 0x8a: {  // LONG1
           size_t n = u8();
-          if (n > 8) throw bad(fmt::format("pickle integer of {} bytes is too large", n));
+          if (n > 8) throw torch_error(fmt::format("pickle integer of {} bytes is too large", n));
           Bytes b = take(n);
           uint64_t v = 0;
           for (size_t k = 0; k < n; ++k) v |= static_cast<uint64_t>(b[k]) << (8 * k);
@@ -206,7 +206,8 @@ class Unpickler {
         case 0x93: {
           Obj* name = pop();
           Obj* mod = pop();
-          if (mod->kind != Obj::STR || name->kind != Obj::STR) throw bad("STACK_GLOBAL needs two strings");
+          if (mod->kind != Obj::STR || name->kind != Obj::STR)
+            throw torch_error("STACK_GLOBAL needs two strings");
           push(global(mod->s, name->s));
           break;
         }
@@ -260,7 +261,7 @@ class Unpickler {
           break;
         }  // NEWOBJ
         default:
-          throw bad(fmt::format("pickle opcode 0x{:02x} at byte {} is not supported", op, at_ - 1));
+          throw torch_error(fmt::format("pickle opcode 0x{:02x} at byte {} is not supported", op, at_ - 1));
       }
     }
   }
@@ -269,7 +270,7 @@ class Unpickler {
  private:
   Bytes take(uint64_t n) {
     if (n > p_.size() - at_)
-      throw bad(fmt::format("pickle is cut short at byte {} (needs {} more bytes)", at_, n));
+      throw torch_error(fmt::format("pickle is cut short at byte {} (needs {} more bytes)", at_, n));
     Bytes b = p_.subspan(at_, n);
     at_ += n;
     return b;
@@ -288,7 +289,7 @@ class Unpickler {
     while (true) {
       char c = static_cast<char>(u8());
       if (c == '\n') return s;
-      if (s.size() > 256) throw bad("pickle GLOBAL name is too long");
+      if (s.size() > 256) throw torch_error("pickle GLOBAL name is too long");
       s += c;
     }
   }
@@ -300,7 +301,7 @@ class Unpickler {
   void push(Obj* o) { stack_.push_back(o); }
   Obj* top() {
     if (stack_.empty() || stack_.back()->kind == Obj::MARK)
-      throw bad(fmt::format("pickle stack underflow at byte {}", at_));
+      throw torch_error(fmt::format("pickle stack underflow at byte {}", at_));
     return stack_.back();
   }
   Obj* pop() {
@@ -310,27 +311,29 @@ class Unpickler {
   }
   std::vector<Obj*> pop_mark() {
     auto it = std::find_if(stack_.rbegin(), stack_.rend(), [](Obj* o) { return o->kind == Obj::MARK; });
-    if (it == stack_.rend()) throw bad(fmt::format("pickle has no MARK for the opcode at byte {}", at_ - 1));
+    if (it == stack_.rend())
+      throw torch_error(fmt::format("pickle has no MARK for the opcode at byte {}", at_ - 1));
     std::vector<Obj*> out(it.base(), stack_.end());
     stack_.erase(it.base() - 1, stack_.end());
     return out;
   }
   void memo(uint64_t k) {
-    if (k > memo_.size() + (1u << 20)) throw bad(fmt::format("pickle memo index {} is too large", k));
+    if (k > memo_.size() + (1u << 20)) throw torch_error(fmt::format("pickle memo index {} is too large", k));
     if (k >= memo_.size()) memo_.resize(k + 1, nullptr);
     memo_[k] = top();
   }
   Obj* get(uint64_t k) {
     if (k >= memo_.size() || !memo_[k])
-      throw bad(fmt::format("pickle reads memo {} that was never stored", k));
+      throw torch_error(fmt::format("pickle reads memo {} that was never stored", k));
     return memo_[k];
   }
   void add_items(Obj* d, const std::vector<Obj*>& kv) {
-    if (d->kind != Obj::DICT || kv.size() % 2) throw bad("pickle SETITEM(S) on something that is not a dict");
+    if (d->kind != Obj::DICT || kv.size() % 2)
+      throw torch_error("pickle SETITEM(S) on something that is not a dict");
     d->items.insert(d->items.end(), kv.begin(), kv.end());
   }
   void append(Obj* l, const std::vector<Obj*>& v) {
-    if (l->kind != Obj::LIST) throw bad("pickle APPEND(S) on something that is not a list");
+    if (l->kind != Obj::LIST) throw torch_error("pickle APPEND(S) on something that is not a list");
     l->items.insert(l->items.end(), v.begin(), v.end());
   }
   Obj* global(const std::string& mod, const std::string& name) {
@@ -339,17 +342,17 @@ class Unpickler {
                  full == "torch._utils._rebuild_tensor" || full == "torch._utils._rebuild_parameter" ||
                  (mod == "torch" && storage_dtype(name));
     if (!known)
-      throw bad(
+      throw torch_error(
           fmt::format("refusing pickle global '{}': only tensors, storages and containers are loaded", full));
     Obj* g = make(Obj::GLOBAL);
     g->s = full;
     return g;
   }
   static std::vector<int64_t> ints(const Obj* t, std::string_view what) {
-    if (t->kind != Obj::TUPLE) throw bad(fmt::format("tensor {} is not a tuple", what));
+    if (t->kind != Obj::TUPLE) throw torch_error(fmt::format("tensor {} is not a tuple", what));
     std::vector<int64_t> out;
     for (const Obj* o : t->items) {
-      if (o->kind != Obj::INT) throw bad(fmt::format("tensor {} holds a non-integer", what));
+      if (o->kind != Obj::INT) throw torch_error(fmt::format("tensor {} holds a non-integer", what));
       out.push_back(o->i);
     }
     return out;
@@ -358,12 +361,13 @@ class Unpickler {
     if (pid->kind != Obj::TUPLE || pid->items.size() < 5 || pid->items[0]->kind != Obj::STR ||
         pid->items[0]->s != "storage" || pid->items[1]->kind != Obj::GLOBAL ||
         pid->items[2]->kind != Obj::STR)
-      throw bad("persistent id is not ('storage', type, key, location, size)");
+      throw torch_error("persistent id is not ('storage', type, key, location, size)");
     std::optional<DType> d = storage_dtype(pid->items[1]->s.substr(pid->items[1]->s.rfind('.') + 1));
-    if (!d) throw bad(fmt::format("'{}' is not a storage type", pid->items[1]->s));
+    if (!d) throw torch_error(fmt::format("'{}' is not a storage type", pid->items[1]->s));
     // every view of a storage names it again: one object, read once
     if (auto it = by_key_.find(pid->items[2]->s); it != by_key_.end()) {
-      if (it->second->storage.dtype != *d) throw bad(fmt::format("storage '{}' has two dtypes", it->first));
+      if (it->second->storage.dtype != *d)
+        throw torch_error(fmt::format("storage '{}' has two dtypes", it->first));
       return it->second;
     }
     Obj* s = make(Obj::STORAGE);
@@ -373,30 +377,33 @@ class Unpickler {
     return s;
   }
   Obj* reduce(Obj* fn, Obj* args) {
-    if (fn->kind != Obj::GLOBAL) throw bad("pickle REDUCE calls something that is not a known global");
-    if (args->kind != Obj::TUPLE) throw bad(fmt::format("'{}' called without an argument tuple", fn->s));
+    if (fn->kind != Obj::GLOBAL)
+      throw torch_error("pickle REDUCE calls something that is not a known global");
+    if (args->kind != Obj::TUPLE)
+      throw torch_error(fmt::format("'{}' called without an argument tuple", fn->s));
     const auto& a = args->items;
     if (fn->s == "collections.OrderedDict") {
-      if (!a.empty()) throw bad("OrderedDict with arguments is not supported");
+      if (!a.empty()) throw torch_error("OrderedDict with arguments is not supported");
       return make(Obj::DICT);
     }
     if (fn->s == "torch._utils._rebuild_parameter") {
-      if (a.empty() || a[0]->kind != Obj::TENSOR) throw bad("_rebuild_parameter needs a tensor");
+      if (a.empty() || a[0]->kind != Obj::TENSOR) throw torch_error("_rebuild_parameter needs a tensor");
       return a[0];
     }
     if (fn->s == "torch._utils._rebuild_tensor_v2" || fn->s == "torch._utils._rebuild_tensor") {
       if (a.size() < 4 || a[0]->kind != Obj::STORAGE || a[1]->kind != Obj::INT)
-        throw bad(fmt::format("'{}' needs (storage, offset, size, stride, ...)", fn->s));
+        throw torch_error(fmt::format("'{}' needs (storage, offset, size, stride, ...)", fn->s));
       Obj* t = make(Obj::TENSOR);
       t->base = a[0];
       t->offset = a[1]->i;
       t->size = ints(a[2], "size");
       t->stride = ints(a[3], "stride");
       if (t->size.size() != t->stride.size())
-        throw bad(fmt::format("tensor size has {} dims but stride {}", t->size.size(), t->stride.size()));
+        throw torch_error(
+            fmt::format("tensor size has {} dims but stride {}", t->size.size(), t->stride.size()));
       return t;
     }
-    throw bad(fmt::format("'{}' cannot be called", fn->s));
+    throw torch_error(fmt::format("'{}' cannot be called", fn->s));
   }
 
   Bytes p_;
@@ -419,7 +426,8 @@ struct Walker {
   uint64_t budget;  // total bytes the tensors may expand to (views with zero strides repeat storage bytes)
 
   void walk(const Obj* o, const std::string& name, int depth) {
-    if (depth > kMaxDepth) throw bad(fmt::format("pickle nests containers deeper than {} levels", kMaxDepth));
+    if (depth > kMaxDepth)
+      throw torch_error(fmt::format("pickle nests containers deeper than {} levels", kMaxDepth));
     auto child = [&](const std::string& k) { return name.empty() ? k : name + "." + k; };
     switch (o->kind) {
       case Obj::DICT:
@@ -429,7 +437,7 @@ struct Walker {
                            : key->kind == Obj::INT ? std::to_string(key->i)
                                                    : "";
           if (key->kind != Obj::STR && key->kind != Obj::INT)
-            throw bad("dict key is not a string or an integer");
+            throw torch_error("dict key is not a string or an integer");
           walk(o->items[k + 1], child(ks), depth + 1);
         }
         break;
@@ -447,32 +455,36 @@ struct Walker {
       case Obj::STR:
         break;
       default:
-        throw bad(fmt::format("'{}' holds a value that is not a tensor or container", name));
+        throw torch_error(fmt::format("'{}' holds a value that is not a tensor or container", name));
     }
   }
 
   void tensor(const Obj* t, const std::string& name) {
-    if (!names.insert(name).second) throw bad(fmt::format("two tensors are named '{}'", name));
+    if (!names.insert(name).second) throw torch_error(fmt::format("two tensors are named '{}'", name));
     const Obj* s = t->base;
     uint64_t item = s->storage.dtype.itemsize(), numel = s->i;  // i: the storage's element count
-    if (t->offset < 0) throw bad(fmt::format("tensor '{}': negative storage offset {}", name, t->offset));
+    if (t->offset < 0)
+      throw torch_error(fmt::format("tensor '{}': negative storage offset {}", name, t->offset));
     uint64_t count = 1, last = static_cast<uint64_t>(t->offset);
     for (size_t d = 0; d < t->size.size(); ++d) {
       if (t->size[d] < 0 || t->stride[d] < 0)
-        throw bad(fmt::format("tensor '{}': negative size or stride in dim {}", name, d));
+        throw torch_error(fmt::format("tensor '{}': negative size or stride in dim {}", name, d));
       if (t->size[d] == 0) count = 0;
     }
     for (size_t d = 0; d < t->size.size() && count; ++d) {
       uint64_t n = t->size[d], st = t->stride[d];
-      if (count > budget / n) throw bad(fmt::format("tensor '{}': shape is too large for the file", name));
+      if (count > budget / n)
+        throw torch_error(fmt::format("tensor '{}': shape is too large for the file", name));
       count *= n;
       if (st != 0 && n - 1 > (UINT64_MAX - last) / st)
-        throw bad(fmt::format("tensor '{}': strides overflow", name));
+        throw torch_error(fmt::format("tensor '{}': strides overflow", name));
       last += (n - 1) * st;
     }
     if (count && last >= numel)
-      throw bad(fmt::format("tensor '{}': reads element {} of a storage of {} elements", name, last, numel));
-    if (count * item > budget) throw bad(fmt::format("tensor '{}' expands past the file's size", name));
+      throw torch_error(
+          fmt::format("tensor '{}': reads element {} of a storage of {} elements", name, last, numel));
+    if (count * item > budget)
+      throw torch_error(fmt::format("tensor '{}' expands past the file's size", name));
     budget -= count * item;
     HostTensor h{name, s->storage.dtype, Shape(t->size.begin(), t->size.end()), {}};
     h.bytes.resize(count * item);
@@ -493,16 +505,16 @@ struct Walker {
 
 std::vector<HostTensor> parse_host(Bytes f) {
   if (f.size() >= 2 && static_cast<uint8_t>(f[0]) == 0x80)
-    throw bad("legacy (non-zip) checkpoints are not supported: re-save with a current torch.save");
+    throw torch_error("legacy (non-zip) checkpoints are not supported: re-save with a current torch.save");
   std::vector<ZipEntry> entries = read_zip(f, "torch_load");
   const ZipEntry* pkl = nullptr;
   for (const ZipEntry& e : entries)
     if (e.name.size() >= 8 && e.name.ends_with("data.pkl") &&
         (e.name.size() == 8 || e.name[e.name.size() - 9] == '/') && e.name.find('/') + 9 == e.name.size()) {
-      if (pkl) throw bad("archive has two data.pkl entries");
+      if (pkl) throw torch_error("archive has two data.pkl entries");
       pkl = &e;
     }
-  if (!pkl) throw bad("archive has no data.pkl entry");
+  if (!pkl) throw torch_error("archive has no data.pkl entry");
   std::string prefix = pkl->name.substr(0, pkl->name.size() - 8);
   auto find = [&](const std::string& n) -> const ZipEntry* {
     for (const ZipEntry& e : entries)
@@ -513,7 +525,7 @@ std::vector<HostTensor> parse_host(Bytes f) {
     std::vector<std::byte> keep;
     Bytes b = entry_bytes("torch_load", f, *bo, keep);
     if (std::string_view(reinterpret_cast<const char*>(b.data()), b.size()) != "little")
-      throw bad("big-endian checkpoints are not supported");
+      throw torch_error("big-endian checkpoints are not supported");
   }
   std::vector<std::byte> keep_pkl;
   Bytes pk = entry_bytes("torch_load", f, *pkl, keep_pkl);
@@ -521,13 +533,14 @@ std::vector<HostTensor> parse_host(Bytes f) {
   const Obj* root = u.run();
   for (Obj* s : u.storages) {
     const ZipEntry* e = find("data/" + s->storage.key);
-    if (!e) throw bad(fmt::format("storage '{}' has no entry data/{}", s->storage.key, s->storage.key));
+    if (!e)
+      throw torch_error(fmt::format("storage '{}' has no entry data/{}", s->storage.key, s->storage.key));
     std::vector<std::byte> keep;
     Bytes b = entry_bytes("torch_load", f, *e, keep);
     uint64_t item = s->storage.dtype.itemsize();
     if (b.size() % item)
-      throw bad(fmt::format("storage '{}' holds {} bytes, not a whole number of {}", s->storage.key, b.size(),
-                            s->storage.dtype.name()));
+      throw torch_error(fmt::format("storage '{}' holds {} bytes, not a whole number of {}", s->storage.key,
+                                    b.size(), s->storage.dtype.name()));
     s->s.assign(reinterpret_cast<const char*>(b.data()), b.size());
     s->i = static_cast<int64_t>(b.size() / item);
   }

@@ -439,7 +439,8 @@ std::vector<ScheduleItem> schedule_uncached(const UOpRef& sink, BecomesMap& beco
     if (seen.insert(u).second) keys.push_back(u->ref());
   };
   for (const UOpRef& r : roots) add_key(strip_movement(r.get()));
-  for (const UOp* u : UOp::sink(roots)->toposort())
+  UOpRef roots_sink = UOp::sink(roots);  // alive while its order is read (the order ends with the sink)
+  for (const UOp* u : roots_sink->toposort())
     if (u->op() == Ops::CONTIGUOUS || u->op() == Ops::ASSIGN) add_key(u);
   static const PatternMatcher pm_clean = pm_cleanup() + pm_fold_constants();  // indexed once, not per call
   UOpRef clean =

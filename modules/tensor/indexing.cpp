@@ -11,9 +11,6 @@ namespace tg {
 
 namespace {
 
-// 0 as a number that keeps x's dtype next to it (a plain 0 would turn bool into int).
-Number zero_of(const Tensor& x) { return x.dtype().is_bool() ? Number(false) : Number(0); }
-
 struct SliceBounds {
   int64_t start, step, count;
 };
@@ -63,7 +60,7 @@ Tensor advanced_index(const Tensor& x, const std::vector<int>& dims, const std::
     mask = mask.defined() ? mask.logical_and(m) : m;
     reduce_axes.push_back(nb + dims[k]);
   }
-  Tensor picked = mask.where(x.reshape(xr_shape), zero_of(x));
+  Tensor picked = mask.where(x.reshape(xr_shape), detail::zero_of(x));
   Tensor r = x.dtype().is_bool() ? picked.max(reduce_axes) : picked.sum(reduce_axes, false, x.dtype());
   bool consecutive = dims.back() - dims.front() == static_cast<int>(dims.size()) - 1;
   if (consecutive || d0 == 0) return r;
@@ -163,7 +160,7 @@ Tensor Tensor::gather(int dim, const Tensor& index) const {
   }
   Tensor x = shrink(bounds).unsqueeze(-1).transpose(-1, d);
   Tensor hit = index.unsqueeze(-1).eq(arange(static_cast<int64_t>(shape()[d]), {}, device()));
-  Tensor picked = hit.where(x, zero_of(x));
+  Tensor picked = hit.where(x, detail::zero_of(x));
   return dtype().is_bool() ? picked.max(-1) : picked.sum(-1, false, dtype());
 }
 

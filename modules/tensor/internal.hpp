@@ -29,6 +29,8 @@ Tensor alu(Ops op, const Tensor& a);
 Tensor alu(Ops op, const Tensor& a, const Tensor& b);
 Tensor alu(Ops op, const Tensor& a, const Tensor& b, const Tensor& c);
 
+// 0 as a number that keeps x's dtype next to it (a plain 0 would turn bool into int).
+inline Number zero_of(const Tensor& x) { return x.dtype().is_bool() ? Number(false) : Number(0); }
 void check_same_device(const Tensor& a, const Tensor& b, std::string_view op);
 // How a plain number promotes next to a tensor (dtypes::least_upper_weak).
 dtypes::WeakKind weak_kind(const Number& n);

@@ -14,9 +14,6 @@ using detail::shape_str;
 
 namespace {
 
-// 0 as a number that keeps x's dtype next to it (a plain 0 would turn bool into int).
-Number zero_of(const Tensor& x) { return x.dtype().is_bool() ? Number(false) : Number(0); }
-
 // The smallest value of d: what a max over nothing but fill returns.
 Number lowest(DType d) {
   if (d.is_bool()) return false;
@@ -76,7 +73,7 @@ Tensor Tensor::scatter(int dim, const Tensor& index, const Operand& src) const {
   Tensor last = p.mask.where(pos, -1).max(p.d, true);
   Tensor mask = p.mask.logical_and(pos.eq(last));
   Tensor hit = p.back(mask.any(p.d, true));
-  return hit.where(p.back(reduce_sum(mask.where(p.src, zero_of(*this)), p.d, dtype())), *this);
+  return hit.where(p.back(reduce_sum(mask.where(p.src, detail::zero_of(*this)), p.d, dtype())), *this);
 }
 
 Tensor Tensor::scatter_reduce(int dim, const Tensor& index, const Tensor& src, std::string_view reduce,
@@ -99,7 +96,7 @@ Tensor Tensor::scatter_reduce(int dim, const Tensor& index, const Tensor& src, s
     Operand fill = include_self ? Operand(unsqueeze(-1).transpose(p.d, -1)) : Operand(lowest(dtype()));
     return hit.where(p.back(p.mask.where(p.src, fill).max(p.d, true)), *this);
   }
-  Tensor total = p.back(reduce_sum(p.mask.where(p.src, zero_of(*this)), p.d, dtype()));
+  Tensor total = p.back(reduce_sum(p.mask.where(p.src, detail::zero_of(*this)), p.d, dtype()));
   if (include_self) total = total + *this;
   if (reduce == "sum") return hit.where(total, *this).cast(dtype());
   Tensor count = p.back(p.mask.sum(p.d, true, dtypes::int32)) + (include_self ? 1 : 0);
@@ -149,7 +146,7 @@ Tensor Tensor::masked_select(const Tensor& mask) const {
   Tensor m = detail::broadcast_to(mask, s, "masked_select").flatten();
   int64_t count = count_true(m);
   Tensor sel = select_matrix(m, count);
-  return reduce_sum(sel.where(x.unsqueeze(1), zero_of(x)), 0, dtype()).squeeze(0);
+  return reduce_sum(sel.where(x.unsqueeze(1), detail::zero_of(x)), 0, dtype()).squeeze(0);
 }
 
 }  // namespace tg

@@ -14,9 +14,6 @@ using detail::shape_str;
 
 namespace {
 
-// 0 as a number that keeps x's dtype next to it (a plain 0 would turn bool into int).
-Number zero_of(const Tensor& x) { return x.dtype().is_bool() ? Number(false) : Number(0); }
-
 // Keeps the elements of the last two axes where col - row compares with diagonal as `lower` says.
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, std::string_view op) {
   if (x.ndim() < 2)
@@ -24,7 +21,7 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, std::string_view 
   int64_t rows = x.shape(-2), cols = x.shape(-1);
   Tensor row = Tensor::arange(rows, {}, x.device()).reshape({rows, 1}) + diagonal;
   Tensor col = Tensor::arange(cols, {}, x.device());
-  return (lower ? col.le(row) : col.ge(row)).where(x, zero_of(x));
+  return (lower ? col.le(row) : col.ge(row)).where(x, detail::zero_of(x));
 }
 
 }  // namespace
@@ -65,7 +62,8 @@ Tensor Tensor::diag(int64_t diagonal) const {
   if (ndim() != 1)
     throw ShapeError("diag", fmt::format("needs a 1-d or 2-d tensor, got {}", shape_str(shape())));
   int64_t n = shape()[0], k = std::abs(diagonal);
-  Tensor square = eye(n, {}, dtypes::bool_, device()).where(reshape({1, n}).expand({n, n}), zero_of(*this));
+  Tensor square =
+      eye(n, {}, dtypes::bool_, device()).where(reshape({1, n}).expand({n, n}), detail::zero_of(*this));
   if (diagonal >= 0) return square.pad({{0, k}, {k, 0}});
   return square.pad({{k, 0}, {0, k}});
 }

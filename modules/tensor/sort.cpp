@@ -10,9 +10,6 @@ namespace tg {
 
 namespace {
 
-// 0 as a number that keeps x's dtype next to it (a plain 0 would turn bool into int).
-Number zero_of(const Tensor& x) { return x.dtype().is_bool() ? Number(false) : Number(0); }
-
 // a before b in ascending order, NaN last (NaN counts as the largest value, as in PyTorch).
 Tensor less(const Tensor& a, const Tensor& b) {
   if (!a.dtype().is_float()) return a.lt(b);
@@ -36,7 +33,7 @@ std::pair<Tensor, Tensor> sort_last(const Tensor& xs, bool descending) {
   ahead = ahead.logical_or(same(other, mine).logical_and(pos.lt(pos.reshape({n, 1}))));
   Tensor rank = ahead.sum(-1, false, dtypes::int32);  // (..., i)
   Tensor slot = rank.unsqueeze(-1).eq(pos);           // (..., i, r)
-  Tensor values = slot.where(x.unsqueeze(-1), zero_of(x));
+  Tensor values = slot.where(x.unsqueeze(-1), detail::zero_of(x));
   values = x.dtype().is_bool() ? values.max(-2) : values.sum(-2, false, x.dtype());
   if (x.dtype().is_float()) {  // a sum starts from +0, so a -0 comes back as +0: put its sign back
     Tensor minus_zero = x.detach().eq(0).logical_and(x.detach().reciprocal().lt(0));

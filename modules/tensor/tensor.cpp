@@ -255,7 +255,9 @@ class RanAssigns {
     std::erase_if(pending_, [](const UOpRef& a) { return a->use_count() == 1; });
     if (pending_.empty() || roots.empty()) return;
     std::unordered_set<const UOp*> reached;
-    for (const UOp* u : UOp::sink(std::vector<UOpRef>(roots.begin(), roots.end()))->toposort())
+    // Named: the order ends with the sink, which must stay alive while the loop reads it.
+    UOpRef sink = UOp::sink(std::vector<UOpRef>(roots.begin(), roots.end()));
+    for (const UOp* u : sink->toposort())
       if (u->op() == Ops::ASSIGN) reached.insert(u);
     std::erase_if(pending_, [&](const UOpRef& a) {
       if (!reached.count(a.get())) return false;

@@ -22,6 +22,8 @@ namespace {
 using namespace tg;
 using namespace tg::conformance;
 using tg::sdk::Handle;
+// op_check.hpp's helpers (`ops` alone also names ops.cpp's test suite in a unity build).
+namespace op_check = tg::conformance::ops;
 
 // Lowered without optimizations: one plain loop that every work item runs whole, so any launch size gives
 // the same result (the launch-limit tests rely on that).
@@ -140,8 +142,8 @@ BOOST_AUTO_TEST_SUITE(renderer)
 BOOST_AUTO_TEST_CASE(dtype_round_trip) {
   constexpr int64_t n = 257;
   for (DType d : dtypes::all_scalars()) {
-    std::string item = ops::name(d);
-    if (!ops::declared(d)) {
+    std::string item = op_check::name(d);
+    if (!op_check::declared(d)) {
       record_unsupported(item, "the caps do not declare it");
       continue;
     }
@@ -153,7 +155,7 @@ BOOST_AUTO_TEST_CASE(dtype_round_trip) {
     try {
       // The host bytes of the values in this dtype, converted by the core (no kernel involved).
       std::vector<std::byte> bytes =
-          ops::upload(ops::make_values(d, {n}, ops::Kind::any, 3), "INTERP").to_bytes();
+          op_check::upload(op_check::make_values(d, {n}, op_check::Kind::any, 3), "INTERP").to_bytes();
       Loaded l = load_plain(copy_ast(d, n), "conf_round_trip");
       RawBuffer out(bytes.size()), in(bytes.size());
       in.write(bytes);
@@ -183,7 +185,7 @@ BOOST_AUTO_TEST_CASE(max_buffers) {
   int k = declared == 0 ? 32 : static_cast<int>(std::min<uint32_t>(declared, 256));
   std::string item = fmt::format("{}_buffers", k);
   if (const std::string* why = manifest_unsupported(item)) return record_unsupported(item, *why);
-  if (!ops::declared(dtypes::int32)) return record_unsupported(item, "the caps do not declare int");
+  if (!op_check::declared(dtypes::int32)) return record_unsupported(item, "the caps do not declare int");
   constexpr int64_t n = 7;
   std::string err;
   try {

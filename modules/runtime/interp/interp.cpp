@@ -189,7 +189,7 @@ struct InterpGraphs final : sdk::LaunchGraphs {
   }
 };
 
-class InterpDevice final : public Device {
+class InterpDevice final : public sdk::Device {
  public:
   static constexpr int32_t priority = 0;  // the last resort among usable devices
   static Status probe() { return {}; }
