@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--source")) show = std::atol(argv[i + 1]);
     if (!std::strcmp(argv[i], "--opts")) opts_text = argv[i + 1];
   }
-  Device& dev = tg::device(default_device_name());
+  Device& dev = tg::runtime::device(default_device_name());
   fmt::print("{}: {}\n", dev.str(), dev.description());
   std::vector<UOpRef> roots = only == "W4" ? w4_roots() : only == "W5" ? w5_roots() : w7_roots();
   std::vector<ScheduleItemView> items = schedule_uops(roots);

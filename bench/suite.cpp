@@ -197,7 +197,7 @@ void w4() {
 }
 
 // The rest of a training step once the loss is built: backward, the optimizer's update and the loss, all
-// realized. w5, w7 and w8 run it under tg::jit, so from the third call on only its kernels are replayed.
+// realized. w5, w7 and w8 run it under tg::engine::jit, so from the third call on only its kernels are replayed.
 Tensor minimize(tg::nn::optim::Optimizer& opt, Tensor loss) {
   opt.zero_grad();
   loss.backward();
@@ -217,7 +217,7 @@ void w5() {
   std::vector<int32_t> labels(static_cast<size_t>(batch));
   for (size_t i = 0; i < labels.size(); i++) labels[i] = static_cast<int32_t>((i * 7) % 10);
   Tensor x = input({batch, 1, 28, 28}, 9, 0, 1), y = Tensor(labels, {batch}).realize();
-  tg::Jit step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+  tg::engine::Jit step = tg::engine::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
     model->train();
     return {minimize(opt, tg::nn::cross_entropy((*model)(in[0]), in[1]))};
   });
@@ -297,7 +297,7 @@ void w6() {
 }
 
 // A GPT-2-small layer (d=768, 12 heads, seq 256, batch 4): a training step (forward, loss (y*y).mean(),
-// backward, AdamW) under tg::jit, and inference (the forward alone) as tokens per second.
+// backward, AdamW) under tg::engine::jit, and inference (the forward alone) as tokens per second.
 void w7() {
   const int64_t b = 4, t = 256, d = 768;
   Block blk(d, 12);
@@ -316,7 +316,7 @@ void w7() {
     dump("W7.y", sample(y.reshape({b * t * d})));
   }
   tg::nn::optim::AdamW opt(params, 1e-4);
-  tg::Jit step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+  tg::engine::Jit step = tg::engine::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
     Tensor y = blk.forward(in[0]);
     return {minimize(opt, (y * y).mean())};
   });
@@ -368,7 +368,7 @@ void w8() {
   }
   tg::nn::optim::Adam opt(model->parameters(), 3e-3);
   tg::nn::optim::OneCycleLR sched(opt, 3e-3, kW8Steps);
-  tg::Jit step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+  tg::engine::Jit step = tg::engine::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
     return {minimize(opt, tg::nn::cross_entropy((*model)(in[0]), in[1]))};
   });
   auto t0 = Clock::now();

@@ -89,7 +89,7 @@ int check_cache(const fs::path& dir) {
     std::span<const std::byte> binary(bin, static_cast<size_t>(sqlite3_column_bytes(st, 2)));
     std::string sum(reinterpret_cast<const char*>(sqlite3_column_text(st, 3)));
     entries++;
-    bad += tg::entry_checksum(key, hash, binary) != sum;
+    bad += tg::runtime::entry_checksum(key, hash, binary) != sum;
   }
   sqlite3_finalize(st);
   sqlite3_close(db);
@@ -153,7 +153,7 @@ BOOST_AUTO_TEST_CASE(a_thousand_jit_replays_keep_memory_flat) {
   tg::nn::Linear l1(32, 64), l2(64, 10);
   std::vector<Tensor> params = {l1.weight, l1.bias, l2.weight, l2.bias};
   tg::nn::optim::Adam opt(params, 1e-3);
-  tg::Jit step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
+  tg::engine::Jit step = tg::engine::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
     Tensor loss = l2.forward(l1.forward(in[0]).relu()).cross_entropy(in[1]);
     opt.zero_grad();
     loss.backward();

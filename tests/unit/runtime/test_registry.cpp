@@ -304,17 +304,17 @@ BOOST_AUTO_TEST_CASE(renderer_and_arch_fields_must_be_taken_by_the_device) {
 // Discovery reads the files only: a plugin is loaded when its device is asked about (DEV, find, device),
 // every one when all are listed or the default is chosen by priority.
 BOOST_AUTO_TEST_CASE(plugins_are_loaded_only_when_asked_about) {
-  auto loaded = [](const tg::Registry& r) {
+  auto loaded = [](const tg::runtime::Registry& r) {
     std::vector<std::string> out;
-    for (const tg::Candidate& c : r.discovered())
+    for (const tg::runtime::Candidate& c : r.discovered())
       if (c.descriptor != nullptr && c.path != "built-in") out.push_back(c.name);
     return out;
   };
   std::string dir = test::fixture_dir();
   auto reg = make({{"TG_PLUGIN_PATH", dir}, {"DEV", "FIXTURE_GOOD:1"}});
   BOOST_TEST(loaded(reg).empty());
-  const tg::Candidate* good = nullptr;
-  for (const tg::Candidate& c : reg.discovered())
+  const tg::runtime::Candidate* good = nullptr;
+  for (const tg::runtime::Candidate& c : reg.discovered())
     if (c.name == "FIXTURE_GOOD" && file_name(c) == "libtg-good.so") good = &c;
   BOOST_REQUIRE(good != nullptr);
   BOOST_TEST(good->version.empty());  // not read before it is loaded
