@@ -38,18 +38,18 @@ using namespace tg;
 namespace {
 
 struct Kernel {
-  LinearProgram prog;
+  codegen::LinearProgram prog;
   std::unique_ptr<sdk::Program> program;
   std::vector<sdk::Handle> handles;
-  Estimate est;
+  codegen::Estimate est;
   double best = 1e30, best_cpu = 1e30;
 };
 
-Kernel compile(Device& dev, const UOpRef& ast, std::optional<std::vector<Opt>> opts, bool show = false) {
-  LowerOptions lo;
+Kernel compile(runtime::Device& dev, const UOpRef& ast, std::optional<std::vector<codegen::Opt>> opts, bool show = false) {
+  codegen::LowerOptions lo;
   lo.opts = std::move(opts);
   Kernel k;
-  k.prog = lower_kernel(ast, dev.caps(), lo);
+  k.prog = codegen::lower_kernel(ast, dev.caps(), lo);
   std::vector<const UOp*> view = k.prog.view();
   sdk::Blob src;
   if (!dev.renderer().render(k.prog.name, view, src).ok()) std::abort();
@@ -135,32 +135,32 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--source")) show = std::atol(argv[i + 1]);
     if (!std::strcmp(argv[i], "--opts")) opts_text = argv[i + 1];
   }
-  Device& dev = tg::runtime::device(default_device_name());
+  runtime::Device& dev = tg::runtime::device(engine::default_device_name());
   fmt::print("{}: {}\n", dev.str(), dev.description());
   std::vector<UOpRef> roots = only == "W4" ? w4_roots() : only == "W5" ? w5_roots() : w7_roots();
-  std::vector<ScheduleItemView> items = schedule_uops(roots);
-  std::map<const UOp*, std::unique_ptr<Buffer>> bufs;
+  std::vector<engine::ScheduleItemView> items = engine::schedule_uops(roots);
+  std::map<const UOp*, std::unique_ptr<runtime::Buffer>> bufs;
   std::vector<Kernel> ks;
   std::optional<Kernel> alt;
   for (size_t i = 0; i < items.size(); i++) {
-    const ScheduleItemView& si = items[i];
+    const engine::ScheduleItemView& si = items[i];
     if (si.ast->op() != Ops::SINK) continue;
     std::vector<sdk::Handle> hs;
     for (const UOpRef& b : si.bufs) {
       auto& buf = bufs[b.get()];
       if (!buf) {
         size_t n = static_cast<size_t>(b->arg_as<int64_t>()) * b->dtype().itemsize();
-        buf = std::make_unique<Buffer>(dev, n);
+        buf = std::make_unique<runtime::Buffer>(dev, n);
         std::vector<float> init(n / sizeof(float));
         for (size_t e = 0; e < init.size(); e++) init[e] = static_cast<float>(e % 17) * 0.0625f + 0.125f;
         buf->copyin(std::as_bytes(std::span(init)));
       }
     }
     ks.push_back(compile(dev, si.ast, std::nullopt, static_cast<long>(ks.size()) == show));
-    for (const BufferArg& a : ks.back().prog.bufs)
+    for (const codegen::BufferArg& a : ks.back().prog.bufs)
       ks.back().handles.push_back(bufs.at(si.bufs.at(static_cast<size_t>(a.index)).get())->handle());
     if (static_cast<long>(ks.size()) - 1 == pick) {
-      alt = compile(dev, si.ast, parse_opts(opts_text).value());
+      alt = compile(dev, si.ast, codegen::parse_opts(opts_text).value());
       alt->handles = ks.back().handles;
     }
   }
@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
     fmt::print("{:>3} {:<28} {:>9.3f} {:>9.3f} {:>5.1f}% {:>8.1f} {:>8.1f}  {}\n", i, k.prog.name,
                k.best * 1e3, k.best_cpu * 1e3, 100 * k.best / total,
                static_cast<double>(k.est.ops) / k.best / 1e9, static_cast<double>(k.est.bytes) / k.best / 1e9,
-               opts_str(k.prog.applied_opts));
+               codegen::opts_str(k.prog.applied_opts));
   };
   for (size_t i : order) row(i, ks[i]);
   if (alt) {

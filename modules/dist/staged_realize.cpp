@@ -18,7 +18,7 @@ namespace {
 bool is_leafish(const UOp& u) {
   return u.shape() == nullptr || u.op() == Ops::BUFFER || u.op() == Ops::CONST || u.op() == Ops::DEVICE ||
          u.op() == Ops::DEFINE_VAR || u.op() == Ops::BIND || u.op() == Ops::ASSIGN || u.op() == Ops::MULTI ||
-         realized_buffer(u.ref()) != nullptr;
+         engine::realized_buffer(u.ref()) != nullptr;
 }
 
 // The nodes of `later` that `now` computes too, outermost first: a walk down from later's roots that stops
@@ -58,7 +58,7 @@ std::vector<Tensor> StagedRealize::realize(size_t i) {
   next_++;
   std::vector<Tensor>& now = stages_[i];
   std::vector<UOpRef> roots, later;
-  std::vector<BufferHold> holds;
+  std::vector<engine::BufferHold> holds;
   for (const Tensor& t : now) {
     roots.push_back(t.uop());
     holds.insert(holds.end(), t.holds().begin(), t.holds().end());
@@ -76,7 +76,7 @@ std::vector<Tensor> StagedRealize::realize(size_t i) {
   Tensor::realize_all(all);
   // the later stages read the buffers: a stage's own tensors or the extra ones
   std::unordered_map<const UOp*, UOpRef> done;
-  std::vector<BufferHold> done_holds;
+  std::vector<engine::BufferHold> done_holds;
   for (size_t k = 0, e = 0; k < nodes.size(); k++) {
     auto r = root_of.find(nodes[k].get());
     const Tensor& t = r != root_of.end() ? all[r->second] : extra[e++];
@@ -85,7 +85,7 @@ std::vector<Tensor> StagedRealize::realize(size_t i) {
   }
   for (size_t j = i + 1; j < stages_.size() && !done.empty(); j++)
     for (Tensor& t : stages_[j]) {
-      std::vector<BufferHold> h = t.holds();
+      std::vector<engine::BufferHold> h = t.holds();
       h.insert(h.end(), done_holds.begin(), done_holds.end());
       t = Tensor(t.uop()->substitute(done), t.device(), std::move(h));
     }
