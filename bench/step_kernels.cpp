@@ -22,6 +22,7 @@
 
 #include "apps/tg/mnist_model.hpp"
 #include "base/log.hpp"
+#include "bench/cpu_time.hpp"
 #include "bench/transformer_block.hpp"
 #include "codegen/estimate.hpp"
 #include "codegen/lower.hpp"
@@ -60,15 +61,7 @@ Kernel compile(runtime::Device& dev, const UOpRef& ast, std::optional<std::vecto
   return k;
 }
 
-// CPU seconds of the whole process (every thread): less noisy than wall time on a busy machine.
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
+using tg::bench::cpu_seconds;
 
 void launch(Kernel& k, bool timed) {
   Timer t;
@@ -78,13 +71,8 @@ void launch(Kernel& k, bool timed) {
   if (timed) k.best = std::min(k.best, s), k.best_cpu = std::min(k.best_cpu, c);
 }
 
-// W7's step: the transformer block, the loss and AdamW's update, as bench/suite.cpp's w7 realizes it.
-std::vector<UOpRef> w7_roots() {
-  static tg::bench::Block blk(768, 12);
-  static std::vector<Tensor> params = blk.parameters();
-  static tg::nn::optim::AdamW opt(params, 1e-4);
-  Tensor x = Tensor::empty({4, 256, 768});
-  Tensor y = blk.forward(x), loss = (y * y).mean();
+// A training step's roots: the loss and the optimizer's updates after its backward.
+std::vector<UOpRef> step_roots(Tensor loss, tg::nn::optim::Optimizer& opt) {
   opt.zero_grad();
   loss.backward();
   std::vector<Tensor> todo = opt.schedule_step();
@@ -92,6 +80,16 @@ std::vector<UOpRef> w7_roots() {
   std::vector<UOpRef> roots;
   for (const Tensor& t : todo) roots.push_back(t.uop());
   return roots;
+}
+
+// W7's step: the transformer block, the loss and AdamW's update, as bench/suite.cpp's w7 realizes it.
+std::vector<UOpRef> w7_roots() {
+  static tg::bench::Block blk(768, 12);
+  static std::vector<Tensor> params = blk.parameters();
+  static tg::nn::optim::AdamW opt(params, 1e-4);
+  Tensor x = Tensor::empty({4, 256, 768});
+  Tensor y = blk.forward(x), loss = (y * y).mean();
+  return step_roots(loss, opt);
 }
 
 // W5's step: the Fashion-MNIST CNN in training mode, cross entropy and Adam, batch 512.
@@ -103,13 +101,7 @@ std::vector<UOpRef> w5_roots() {
   for (size_t i = 0; i < labels.size(); i++) labels[i] = static_cast<int32_t>((i * 7) % 10);
   model->train();
   Tensor loss = tg::nn::cross_entropy((*model)(Tensor::empty({512, 1, 28, 28})), Tensor(labels, {512}));
-  opt.zero_grad();
-  loss.backward();
-  std::vector<Tensor> todo = opt.schedule_step();
-  todo.push_back(loss);
-  std::vector<UOpRef> roots;
-  for (const Tensor& t : todo) roots.push_back(t.uop());
-  return roots;
+  return step_roots(loss, opt);
 }
 
 std::vector<UOpRef> w4_roots() {

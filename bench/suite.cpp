@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "apps/tg/mnist_model.hpp"
+#include "bench/cpu_time.hpp"
 #include "bench/transformer_block.hpp"
 #include "engine/jit.hpp"
 #include "nn/datasets.hpp"
@@ -43,15 +44,7 @@ bool wanted(const char* w) {
   return only.empty() || ("," + only + ",").find(fmt::format(",{},", w)) != only.npos;
 }
 int reps(int full) { return quick ? std::max(2, full / 3) : full; }
-// CPU seconds of the whole process (every thread): a fairer figure than wall time on a busy machine.
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
+using tg::bench::cpu_seconds;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
