@@ -102,7 +102,8 @@ double run_once(Runnable& r, const std::vector<engine::ScheduleItemView>& items)
 }
 
 // Best-of-repeat seconds per variant; the variants take turns, so a slow spell of the machine hits all.
-void time_variants(std::vector<Runnable>& rs, const std::vector<engine::ScheduleItemView>& items, int repeat) {
+void time_variants(std::vector<Runnable>& rs, const std::vector<engine::ScheduleItemView>& items,
+                   int repeat) {
   for (int i = 0; i < repeat + 1; i++)  // the first round warms caches and pages
     for (Runnable& r : rs) {
       double s = run_once(r, items);
@@ -117,10 +118,10 @@ std::vector<codegen::Opt> parse_opts(const std::string& s) {
     size_t e = s.find(',', p);
     std::string o = s.substr(p, e == std::string::npos ? std::string::npos : e - p);
     codegen::OptOps op = o[0] == 'U'   ? codegen::OptOps::UPCAST
-                : o[0] == 'R' ? codegen::OptOps::UNROLL
-                : o[0] == 'T' ? codegen::OptOps::THREAD
-                : o[0] == 'P' ? codegen::OptOps::PADTO
-                              : codegen::OptOps::SWAP;
+                         : o[0] == 'R' ? codegen::OptOps::UNROLL
+                         : o[0] == 'T' ? codegen::OptOps::THREAD
+                         : o[0] == 'P' ? codegen::OptOps::PADTO
+                                       : codegen::OptOps::SWAP;
     size_t c = o.find(':');
     out.push_back({op, std::stoll(o.substr(1, c - 1)), std::stoll(o.substr(c + 1))});
     p = e == std::string::npos ? s.size() : e + 1;
@@ -129,11 +130,13 @@ std::vector<codegen::Opt> parse_opts(const std::string& s) {
 }
 
 std::string only;                            // run only the benchmarks whose name contains this
-std::optional<std::vector<codegen::Opt>> forced, vs;  // --opts: these instead of the heuristic's; --vs: against these
+std::optional<std::vector<codegen::Opt>> forced,
+    vs;  // --opts: these instead of the heuristic's; --vs: against these
 
 // work: FLOPs (unit "GFLOPS") or bytes moved (unit "GB/s"). With --vs: the opts (or the heuristic's)
 // against the --vs opts instead of NOOPT against the heuristic.
-void bench(runtime::Device& dev, const char* what, const Tensor& t, double work, const char* unit, int repeat) {
+void bench(runtime::Device& dev, const char* what, const Tensor& t, double work, const char* unit,
+           int repeat) {
   if (std::string(what).find(only) == std::string::npos) return;
   std::vector<engine::ScheduleItemView> items = t.schedule();
   std::vector<Runnable> rs;

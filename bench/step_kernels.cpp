@@ -46,7 +46,8 @@ struct Kernel {
   double best = 1e30, best_cpu = 1e30;
 };
 
-Kernel compile(runtime::Device& dev, const UOpRef& ast, std::optional<std::vector<codegen::Opt>> opts, bool show = false) {
+Kernel compile(runtime::Device& dev, const UOpRef& ast, std::optional<std::vector<codegen::Opt>> opts,
+               bool show = false) {
   codegen::LowerOptions lo;
   lo.opts = std::move(opts);
   Kernel k;

@@ -190,7 +190,8 @@ void w4() {
 }
 
 // The rest of a training step once the loss is built: backward, the optimizer's update and the loss, all
-// realized. w5, w7 and w8 run it under tg::engine::jit, so from the third call on only its kernels are replayed.
+// realized. w5, w7 and w8 run it under tg::engine::jit, so from the third call on only its kernels are
+// replayed.
 Tensor minimize(tg::nn::optim::Optimizer& opt, Tensor loss) {
   opt.zero_grad();
   loss.backward();
@@ -284,8 +285,8 @@ void w6() {
   }
   out("W6.tiny_us", best / n * 1e6);
   out("W6.tiny_updates", 1 + n * reps(3));
-  out("W6.tiny_launches_per_op",
-      static_cast<double>(tg::runtime::runtime_stats().launched - launched) / (n * static_cast<double>(reps(3))));
+  out("W6.tiny_launches_per_op", static_cast<double>(tg::runtime::runtime_stats().launched - launched) /
+                                     (n * static_cast<double>(reps(3))));
   out("W6.tiny_value", t.item<float>());
 }
 

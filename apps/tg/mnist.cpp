@@ -246,8 +246,9 @@ int train_data_parallel(dist::Communicator& comm, const Flags& f) {
   if (batch % ranks != 0)
     throw ValueError("train-mnist", fmt::format("--batch {} does not split evenly over {} ranks", batch, ranks));
   bool lead = rank == 0;
-  if (lead) fmt::print("device: {}\ndist: {} ranks over {}, {} images each per step\n", tg::runtime::default_device().str(),
-                       ranks, comm.name(), part);
+  if (lead)
+    fmt::print("device: {}\ndist: {} ranks over {}, {} images each per step\n",
+               tg::runtime::default_device().str(), ranks, comm.name(), part);
   HostData data = load_data(data_flag(f));
   if (batch > static_cast<int64_t>(data.y_train.size()))
     throw ValueError("train-mnist", fmt::format("--batch {} is larger than the {} training images", batch,

@@ -177,8 +177,10 @@ Array cast(const UOp& u, const Array& a) {
     return r;
   }
   std::vector<std::byte> bytes(a.numel() * a.dtype.itemsize());
-  for (size_t k = 0; k < a.numel(); k++) host::store(a.dtype, a.get(k), bytes.data() + k * a.dtype.itemsize());
-  for (size_t k = 0; k < r.numel(); k++) set(r, k, host::load(r.dtype, bytes.data() + k * r.dtype.itemsize()));
+  for (size_t k = 0; k < a.numel(); k++)
+    host::store(a.dtype, a.get(k), bytes.data() + k * a.dtype.itemsize());
+  for (size_t k = 0; k < r.numel(); k++)
+    set(r, k, host::load(r.dtype, bytes.data() + k * r.dtype.itemsize()));
   return r;
 }
 
@@ -247,7 +249,8 @@ class Evaluator {
     std::shared_ptr<Storage> st = lookup_(*view->first);
     size_t isz = st->dtype.itemsize();
     for (size_t k = 0; k < view->second.size(); k++)
-      if (view->second[k] >= 0) host::store(st->dtype, value.get(k), st->bytes.data() + view->second[k] * isz);
+      if (view->second[k] >= 0)
+        host::store(st->dtype, value.get(k), st->bytes.data() + view->second[k] * isz);
     return value;
   }
 
@@ -284,7 +287,8 @@ std::vector<std::vector<std::byte>> evaluate(std::span<const UOpRef> roots, cons
   for (const UOpRef& r : roots) {
     const Array& a = memo.at(r.get());
     std::vector<std::byte> bytes(a.numel() * a.dtype.itemsize());
-    for (size_t k = 0; k < a.numel(); k++) host::store(a.dtype, a.get(k), bytes.data() + k * a.dtype.itemsize());
+    for (size_t k = 0; k < a.numel(); k++)
+      host::store(a.dtype, a.get(k), bytes.data() + k * a.dtype.itemsize());
     out.push_back(std::move(bytes));
   }
   return out;

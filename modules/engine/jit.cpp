@@ -160,8 +160,8 @@ std::unordered_map<int64_t, std::shared_ptr<runtime::Buffer>> plan_intermediates
   for (size_t i = 0; i < ids.size(); i++) {
     size_t s = shared.storage_of[i];
     if (!storage[s])
-      storage[s] =
-          std::make_shared<runtime::Buffer>(*devices[lifetimes[i].group], static_cast<size_t>(shared.sizes[s]));
+      storage[s] = std::make_shared<runtime::Buffer>(*devices[lifetimes[i].group],
+                                                     static_cast<size_t>(shared.sizes[s]));
     placed[ids[i]] = storage[s];
   }
   info.planned_buffers = storage.size();

@@ -163,7 +163,8 @@ std::shared_ptr<DeviceStorage> storage_of(const UOp& buffer) {
 
 RealizedBuffer make_buffer(std::string_view device, DType dtype, int64_t numel,
                            std::span<const std::byte> data) {
-  UOpRef buf = tg::sched::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
+  UOpRef buf =
+      tg::sched::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
   std::shared_ptr<DeviceStorage> b = storage_for(*buf);
   if (!data.empty()) b->buf->copyin(data);
   return {buf, b};
@@ -260,7 +261,8 @@ std::string code_stamp(const void* addr) {
 
 // The content key of a lowered kernel: the AST's structure (never its address), the device with its
 // renderer, the compiler key, the code that lowers and renders, and the options that change the output.
-std::string lowered_key(runtime::Device& dev, const UOpRef& ast, const std::optional<std::vector<codegen::Opt>>& opts) {
+std::string lowered_key(runtime::Device& dev, const UOpRef& ast,
+                        const std::optional<std::vector<codegen::Opt>>& opts) {
   static const std::string lib = code_stamp(reinterpret_cast<const void*>(&lowered_key));
   // The renderer's type information lives in the binary that implements it.
   const sdk::Renderer& renderer = dev.renderer();
@@ -297,7 +299,8 @@ bool dims_are_static(const codegen::LinearProgram& prog) {
 // AST -> lowered kernel: from the disk cache when this exact kernel was lowered before (any process),
 // else through codegen and the renderer (then stored). DEBUG>=2 always lowers, so its per-launch rates,
 // applied opts (3) and linear uops (6) are there.
-void lower(runtime::Device& dev, const sched::ScheduleItem& si, const sched::VarVals& var_vals, CompiledKernel& k) {
+void lower(runtime::Device& dev, const sched::ScheduleItem& si, const sched::VarVals& var_vals,
+           CompiledKernel& k) {
   const UOpRef& ast = si.ast;
   // BEAM's own disk cache makes a repeated search cheap, but the key needs its result: search first.
   codegen::LowerOptions options;
@@ -344,7 +347,8 @@ struct BuiltKernel {
   bool from_disk = false;
 };
 
-BuiltKernel build_kernel(runtime::Device& dev, const sched::ScheduleItem& si, const sched::VarVals& var_vals) {
+BuiltKernel build_kernel(runtime::Device& dev, const sched::ScheduleItem& si,
+                         const sched::VarVals& var_vals) {
   BuiltKernel b;
   b.kernel = std::make_shared<CompiledKernel>();
   b.kernel->ast = si.ast;
@@ -409,7 +413,8 @@ class AheadBuilder {
       std::unordered_map<std::string, bool> seen;
       for (size_t i = 0; i < items.size(); i++) {
         if (items[i].is_copy()) continue;
-        runtime::Device& dev = tg::runtime::device(buffer_device(*items[i].bufs.at(0)));  // the registry is this thread's
+        runtime::Device& dev =
+            tg::runtime::device(buffer_device(*items[i].bufs.at(0)));  // the registry is this thread's
         std::string key = memory_key(dev, items[i].ast);
         if (!cache.kernels.contains(key) && seen.emplace(key, true).second) {
           slot_[i] = static_cast<int>(todo_.size());
@@ -482,8 +487,8 @@ class AheadBuilder {
 };
 
 // A kernel read from the lowered-kernel cache has no program to estimate from: its line has no rates.
-void log_launch(runtime::Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d, std::span<const int64_t> vals,
-                std::span<const int64_t> nbytes, double seconds) {
+void log_launch(runtime::Device& dev, const CompiledKernel& k, const sdk::LaunchDims& d,
+                std::span<const int64_t> vals, std::span<const int64_t> nbytes, double seconds) {
   std::string line =
       fmt::format("{:<6} {:<20} g[{},{},{}] l[{},{},{}] {:>10.2f} us", dev.name(), k.lowered.name,
                   d.global[0], d.global[1], d.global[2], d.local[0], d.local[1], d.local[2], seconds * 1e6);
@@ -597,7 +602,8 @@ RealizedBuffer buffer_empty(std::string_view device, DType dtype, int64_t numel)
 RealizedBuffer buffer_over_host(std::string_view device, DType dtype, int64_t numel, void* data,
                                 std::shared_ptr<const void> owner, bool read_only) {
   if (numel < 0) throw ValueError("buffer", fmt::format("negative element count {}", numel));
-  UOpRef buf = tg::sched::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
+  UOpRef buf =
+      tg::sched::new_buffer(UOp::make(Ops::DEVICE, dtypes::void_, {}, std::string(device)), numel, dtype);
   runtime::Device& dev = tg::runtime::device(device);
   size_t nbytes = static_cast<size_t>(numel) * dtype.itemsize();
   auto b = std::make_shared<DeviceStorage>();
@@ -746,7 +752,8 @@ std::vector<ScheduleItemView> schedule_uops(std::span<const UOpRef> roots) {
   std::vector<ScheduleItemView> out;
   if (targets.empty()) return out;
   sched::BecomesMap becomes;
-  for (sched::ScheduleItem& si : sched::create_schedule(UOp::sink(targets), becomes)) out.push_back({si.ast, si.bufs});
+  for (sched::ScheduleItem& si : sched::create_schedule(UOp::sink(targets), becomes))
+    out.push_back({si.ast, si.bufs});
   return out;
 }
 

@@ -264,9 +264,10 @@ std::vector<codegen::Opt> run_search(Device& dev, const UOpRef& ast, int width, 
   start[0].opts = codegen::choose_opts(ast, dev.caps());
   s.build(start, std::numeric_limits<size_t>::max());
   if (start.empty() || !start[0].ok)
-    throw CompileError("BEAM", fmt::format("{}: the kernel with the heuristic's opts {} does not compile",
-                                           codegen::kernel_name(s.sym()), codegen::opts_str(start.empty() ? std::vector<codegen::Opt>{}
-                                                                                        : start[0].opts)));
+    throw CompileError(
+        "BEAM", fmt::format("{}: the kernel with the heuristic's opts {} does not compile",
+                            codegen::kernel_name(s.sym()),
+                            codegen::opts_str(start.empty() ? std::vector<codegen::Opt>{} : start[0].opts)));
   s.time(start[0], kInf);
   if (!s.has_reference())
     throw DeviceError("BEAM", fmt::format("{}: the kernel with the heuristic's opts does not run",
@@ -304,8 +305,7 @@ std::vector<codegen::Opt> run_search(Device& dev, const UOpRef& ast, int width, 
     heuristic = h, best.seconds = b;
     if (!(b < h)) best.opts = start[0].opts, best.seconds = h;
   }
-  debug_log(2,
-            "BEAM{} {:<24} {} candidates in {:.2f} s: {:.2f} us (heuristic {:.2f} us) {}", width,
+  debug_log(2, "BEAM{} {:<24} {} candidates in {:.2f} s: {:.2f} us (heuristic {:.2f} us) {}", width,
             codegen::kernel_name(s.sym()), s.tried(), timer.seconds(), best.seconds * 1e6, heuristic * 1e6,
             codegen::opts_str(best.opts));
   return best.opts;
@@ -330,7 +330,8 @@ env::IntVar IGNORE_BEAM_CACHE{"IGNORE_BEAM_CACHE"};
 std::vector<codegen::Opt> beam_search(Device& dev, const UOpRef& ast, int width, const BeamInputs& in) {
   if (width <= 0) throw ValueError("BEAM", fmt::format("beam width {} must be positive", width));
   // The kernel's identity in the cache is its source without opts.
-  codegen::LinearProgram plain = codegen::lower_kernel(ast, dev.caps(), {.opts = std::vector<codegen::Opt>{}});
+  codegen::LinearProgram plain =
+      codegen::lower_kernel(ast, dev.caps(), {.opts = std::vector<codegen::Opt>{}});
   const std::vector<const UOp*> view = plain.view();
   sdk::Blob source;
   check(dev.renderer().render(plain.name, view, source), "render", plain.name);

@@ -44,7 +44,8 @@ Tensor index_range(int64_t n, DType dt, const std::string& device) {
 Tensor Tensor::empty(Shape shape, DType dtype, std::string_view device) {
   check_shape(shape, "empty");
   std::string dev = pick_device(device);
-  engine::RealizedBuffer rb = engine::buffer_empty(dev, dtype, detail::prod(shape).max());  // room for the largest size
+  engine::RealizedBuffer rb =
+      engine::buffer_empty(dev, dtype, detail::prod(shape).max());  // room for the largest size
   return Tensor(engine::realized_view(rb.buffer, shape), dev, {rb.hold});
 }
 

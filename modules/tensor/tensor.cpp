@@ -128,9 +128,10 @@ Tensor Tensor::from_blob(void* data, Shape shape, DType dtype, BlobOptions opts)
   if (reinterpret_cast<uintptr_t>(data) % dtype.itemsize() != 0)
     throw ValueError("from_blob", fmt::format("data at {} is not aligned to {}'s {} bytes", fmt::ptr(data),
                                               dtype.name(), dtype.itemsize()));
-  std::string dev = opts.device.empty() ? engine::default_device_name() : engine::canonical_device(opts.device);
-  engine::RealizedBuffer rb = engine::buffer_over_host(dev, dtype, static_cast<int64_t>(detail::prod(shape)), data,
-                                       std::move(opts.owner), opts.read_only);
+  std::string dev =
+      opts.device.empty() ? engine::default_device_name() : engine::canonical_device(opts.device);
+  engine::RealizedBuffer rb = engine::buffer_over_host(dev, dtype, static_cast<int64_t>(detail::prod(shape)),
+                                                       data, std::move(opts.owner), opts.read_only);
   return Tensor(engine::realized_view(rb.buffer, shape), dev, {rb.hold});
 }
 
@@ -335,7 +336,8 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
     }
     if (has_elements(tensors[i])) r++;
     // a tensor without elements needs no kernel, only an empty buffer
-    engine::RealizedBuffer rb = has_elements(tensors[i]) ? bufs[k++] : engine::buffer_empty(im.device, im.uop->dtype(), 0);
+    engine::RealizedBuffer rb =
+        has_elements(tensors[i]) ? bufs[k++] : engine::buffer_empty(im.device, im.uop->dtype(), 0);
     im.replace_uop(Autograd::realized(im, engine::realized_view(rb.buffer, shape)), {rb.hold});
   }
 }

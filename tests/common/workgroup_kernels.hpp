@@ -118,7 +118,8 @@ inline Run run(tg::runtime::Device& dev, const UOpRef& ast, std::optional<std::v
   out.gflops = static_cast<double>(w.ops) / out.seconds * 1e-9;
   out.gbs = static_cast<double>(w.bytes) / out.seconds * 1e-9;
   BOOST_TEST_MESSAGE(fmt::format("{:<28} {:<70} {:9.3f} ms {:8.2f} GFLOPS {:8.2f} GB/s", out.prog.name,
-                                 codegen::opts_str(out.prog.applied_opts), out.seconds * 1e3, out.gflops, out.gbs));
+                                 codegen::opts_str(out.prog.applied_opts), out.seconds * 1e3, out.gflops,
+                                 out.gbs));
   return out;
 }
 
@@ -138,13 +139,14 @@ inline void check_workgroup_opts(tg::runtime::Device& dev, int64_t max_loop = IN
     for (int64_t i = 0; i < n; i++) want += (x[i] = static_cast<float>((i * 7919) % 1000) * 0.001f - 0.4f);
     std::vector<std::optional<std::vector<codegen::Opt>>> variants{
         std::vector<codegen::Opt>{{codegen::OptOps::GROUPTOP, 0, 256}},
-        std::vector<codegen::Opt>{{codegen::OptOps::GROUPTOP, 0, 64}, {codegen::OptOps::UNROLL, 0, 4}}, std::nullopt};
+        std::vector<codegen::Opt>{{codegen::OptOps::GROUPTOP, 0, 64}, {codegen::OptOps::UNROLL, 0, 4}},
+        std::nullopt};
     if (n <= max_loop) variants.insert(variants.begin(), std::vector<codegen::Opt>{});
     for (const auto& o : variants) {
       Run r = run(dev, sum_ast(n), o, {Bytes(4), to_bytes(x)});
       float got = floats(r.bufs[0])[0];
-      BOOST_TEST(close(got, want, 1e-4),
-                 r.prog.name << " " << codegen::opts_str(r.prog.applied_opts) << ": " << got << " != " << want);
+      BOOST_TEST(close(got, want, 1e-4), r.prog.name << " " << codegen::opts_str(r.prog.applied_opts) << ": "
+                                                     << got << " != " << want);
     }
   }
   {
@@ -153,25 +155,27 @@ inline void check_workgroup_opts(tg::runtime::Device& dev, int64_t max_loop = IN
     for (int64_t i = 0; i < n * n; i++)
       a[i] = static_cast<float>((i * 31) % 17) - 8.0f, b[i] = static_cast<float>((i * 13) % 11) - 5.0f;
     std::vector<float> want = host_matmul(a, b, n);
-    std::vector<std::optional<std::vector<codegen::Opt>>> variants{std::vector<codegen::Opt>{},
-                                                          std::vector<codegen::Opt>{{codegen::OptOps::LOCAL, 1, 16},
-                                                                           {codegen::OptOps::LOCAL, 0, 4},
-                                                                           {codegen::OptOps::GROUP, 2, 4},
-                                                                           {codegen::OptOps::UPCAST, 1, 4},
-                                                                           {codegen::OptOps::UPCAST, 0, 4}},
-                                                          std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 1, 4},
-                                                                           {codegen::OptOps::UPCAST, 0, 4},
-                                                                           {codegen::OptOps::UNROLL, 2, 4},
-                                                                           {codegen::OptOps::LOCAL, 0, 8},
-                                                                           {codegen::OptOps::LOCAL, 1, 16}},
-                                                          std::nullopt};
+    std::vector<std::optional<std::vector<codegen::Opt>>> variants{
+        std::vector<codegen::Opt>{},
+        std::vector<codegen::Opt>{{codegen::OptOps::LOCAL, 1, 16},
+                                  {codegen::OptOps::LOCAL, 0, 4},
+                                  {codegen::OptOps::GROUP, 2, 4},
+                                  {codegen::OptOps::UPCAST, 1, 4},
+                                  {codegen::OptOps::UPCAST, 0, 4}},
+        std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 1, 4},
+                                  {codegen::OptOps::UPCAST, 0, 4},
+                                  {codegen::OptOps::UNROLL, 2, 4},
+                                  {codegen::OptOps::LOCAL, 0, 8},
+                                  {codegen::OptOps::LOCAL, 1, 16}},
+        std::nullopt};
     for (const auto& o : variants) {
       Run r = run(dev, matmul_ast(n), o, {Bytes(n * n * 4), to_bytes(a), to_bytes(b)});
       std::vector<float> got = floats(r.bufs[0]);
       size_t bad = 0;
       for (size_t i = 0; i < got.size(); i++)
         bad += got[i] != want[i];  // small ints: exact
-      BOOST_TEST(bad == 0u, r.prog.name << " " << codegen::opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
+      BOOST_TEST(bad == 0u,
+                 r.prog.name << " " << codegen::opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
     }
   }
   for (int64_t n : {1000, 37}) {
@@ -181,7 +185,9 @@ inline void check_workgroup_opts(tg::runtime::Device& dev, int64_t max_loop = IN
       want[i] = x[i] * 3.0f + y[i];
     std::vector<std::optional<std::vector<codegen::Opt>>> variants{
         std::vector<codegen::Opt>{{codegen::OptOps::PADTO, 0, 32}, {codegen::OptOps::LOCAL, 0, 32}},
-        std::vector<codegen::Opt>{{codegen::OptOps::PADTO, 0, 64}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::LOCAL, 0, 16}},
+        std::vector<codegen::Opt>{{codegen::OptOps::PADTO, 0, 64},
+                                  {codegen::OptOps::UPCAST, 0, 4},
+                                  {codegen::OptOps::LOCAL, 0, 16}},
         std::nullopt};
     for (const auto& o : variants) {
       // The output buffer is padded with a sentinel that must survive past n (masked stores).
@@ -190,7 +196,8 @@ inline void check_workgroup_opts(tg::runtime::Device& dev, int64_t max_loop = IN
       std::vector<float> got = floats(r.bufs[0]);
       size_t bad = 0;
       for (int64_t i = 0; i < n + 64; i++) bad += got[i] != (i < n ? want[i] : -7.0f);
-      BOOST_TEST(bad == 0u, r.prog.name << " " << codegen::opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
+      BOOST_TEST(bad == 0u,
+                 r.prog.name << " " << codegen::opts_str(r.prog.applied_opts) << ": " << bad << " wrong");
     }
   }
 }
@@ -204,7 +211,8 @@ inline void check_beam(tg::runtime::Device& dev) {
   for (int64_t i = 0; i < n * n; i++)
     a[i] = static_cast<float>((i * 7) % 13) - 6.0f, b[i] = static_cast<float>((i * 5) % 9) - 4.0f;
   std::vector<float> want = host_matmul(a, b, n);  // small ints: exact
-  std::vector<codegen::Opt> opts = runtime::beam_search(dev, matmul_ast(n), 2, {{n * n * 4, n * n * 4, n * n * 4}, {}});
+  std::vector<codegen::Opt> opts =
+      runtime::beam_search(dev, matmul_ast(n), 2, {{n * n * 4, n * n * 4, n * n * 4}, {}});
   Run r = run(dev, matmul_ast(n), opts, {Bytes(n * n * 4), to_bytes(a), to_bytes(b)});
   BOOST_TEST((floats(r.bufs[0]) == want), codegen::opts_str(opts));
 

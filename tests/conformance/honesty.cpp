@@ -28,10 +28,11 @@ namespace op_check = tg::conformance::ops;
 // Lowered without optimizations: one plain loop that every work item runs whole, so any launch size gives
 // the same result (the launch-limit tests rely on that).
 Loaded load_plain(const UOpRef& ast, const std::string& name) {
-  Loaded l{
-      Rendered{codegen::lower_kernel(ast, device().caps(), codegen::LowerOptions{.name = name, .opts = std::vector<codegen::Opt>{}}),
-               ""},
-      nullptr};
+  Loaded l{Rendered{codegen::lower_kernel(
+                        ast, device().caps(),
+                        codegen::LowerOptions{.name = name, .opts = std::vector<codegen::Opt>{}}),
+                    ""},
+           nullptr};
   sdk::Blob src;
   runtime::check(device().renderer().render(l.k.prog.name, l.k.prog.view(), src), "render", l.k.prog.name);
   l.k.source = std::string(src.text());
@@ -127,8 +128,8 @@ std::optional<std::array<int64_t, 3>> shape_launching(int axis, uint32_t g) {
   for (int p = 0; p < 3; p++) {
     std::array<int64_t, 3> s{2, 2, 2};
     s[p] = g;
-    codegen::LinearProgram prog =
-        codegen::lower_kernel(add_one_3d_ast(s), device().caps(), codegen::LowerOptions{.opts = std::vector<codegen::Opt>{}});
+    codegen::LinearProgram prog = codegen::lower_kernel(
+        add_one_3d_ast(s), device().caps(), codegen::LowerOptions{.opts = std::vector<codegen::Opt>{}});
     if (prog.launch_dims({}).global[axis] == g) return s;
   }
   return std::nullopt;
@@ -354,9 +355,10 @@ BOOST_AUTO_TEST_CASE(tensor_cores) {
       const int64_t m = (tiled ? 4 : 2) * tc.m, n = (tiled ? 4 : 2) * tc.n, k = 2 * tc.k;
       std::vector<codegen::Opt> opts{{codegen::OptOps::TC, 0, static_cast<int64_t>(t)}};
       if (tiled)
-        opts.insert(
-            opts.end(),
-            {{codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::LOCAL, 1, 2}, {codegen::OptOps::LOCAL, 0, 2}});
+        opts.insert(opts.end(), {{codegen::OptOps::UPCAST, 1, 2},
+                                 {codegen::OptOps::UPCAST, 0, 2},
+                                 {codegen::OptOps::LOCAL, 1, 2},
+                                 {codegen::OptOps::LOCAL, 0, 2}});
       std::string err;
       try {
         UOpRef i = UOp::range(idx(m), 0), j = UOp::range(idx(n), 1),
@@ -366,7 +368,8 @@ BOOST_AUTO_TEST_CASE(tensor_cores) {
         UOpRef sum = UOp::make(Ops::REDUCE, acc, {a * b, r}, Ops::ADD);
         UOpRef st = store(glob(0, acc, m * n), i * idx(n) + j, sum);
         UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, i, j})});
-        codegen::LinearProgram p = codegen::lower_kernel(ast, c, codegen::LowerOptions{.name = "conf_tc", .opts = opts});
+        codegen::LinearProgram p =
+            codegen::lower_kernel(ast, c, codegen::LowerOptions{.name = "conf_tc", .opts = opts});
         Loaded l{Rendered{p, ""}, nullptr};
         sdk::Blob src;
         runtime::check(device().renderer().render(p.name, p.view(), src), "render", p.name);

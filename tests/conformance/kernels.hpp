@@ -127,7 +127,9 @@ class RawBuffer {
   RawBuffer& operator=(const RawBuffer&) = delete;
   sdk::Handle handle() const { return h_; }
   size_t size() const { return n_; }
-  void write(std::span<const std::byte> b) { runtime::check(alloc().copyin(h_, b), "copyin", std::to_string(b.size())); }
+  void write(std::span<const std::byte> b) {
+    runtime::check(alloc().copyin(h_, b), "copyin", std::to_string(b.size()));
+  }
   std::vector<std::byte> read(size_t n) {
     std::vector<std::byte> out(n);
     runtime::check(alloc().copyout(out, h_), "copyout", std::to_string(n));

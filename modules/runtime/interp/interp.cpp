@@ -308,5 +308,6 @@ sdk::Device* create_interp_device() { return new InterpDevice(0); }
 }  // namespace tg::runtime::interp
 
 namespace tg::runtime {
-const tg_plugin_descriptor interp_device_descriptor = builtin_descriptor<runtime::interp::InterpDevice>("INTERP");
+const tg_plugin_descriptor interp_device_descriptor =
+    builtin_descriptor<runtime::interp::InterpDevice>("INTERP");
 }

@@ -64,9 +64,10 @@ std::string render_tc_matmul(tg::sdk::Device& dev, int64_t tc, tg::Scalar in) {
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_,
                         {UOp::make(Ops::INDEX, out->dtype(), {out, i * idx(16) + j}), sum});
   UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, i, j})});
-  codegen::LinearProgram p =
-      codegen::lower_kernel(ast, dev.renderer().caps(),
-                   codegen::LowerOptions{.name = "tc_matmul", .opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, tc}}});
+  codegen::LinearProgram p = codegen::lower_kernel(
+      ast, dev.renderer().caps(),
+      codegen::LowerOptions{.name = "tc_matmul",
+                            .opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, tc}}});
   sdk::Blob src;
   runtime::check(dev.renderer().render(p.name, p.view(), src), "render", p.name);
   return std::string(src.text());
@@ -183,7 +184,7 @@ BOOST_AUTO_TEST_CASE(kernels_without_local_ids_use_global_ids) {
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, r}), x + 1.0});
   codegen::LinearProgram p =
       codegen::lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}), dev->renderer().caps(),
-                   codegen::LowerOptions{.name = "add_one", .opts = std::vector<codegen::Opt>{}});
+                            codegen::LowerOptions{.name = "add_one", .opts = std::vector<codegen::Opt>{}});
   sdk::Blob src;
   runtime::check(dev->renderer().render(p.name, p.view(), src), "render", p.name);
   std::string text(src.text());
@@ -207,9 +208,10 @@ BOOST_AUTO_TEST_CASE(upcasts_load_and_store_vectors) {
   UOpRef r = UOp::range(idx(1024), 0);
   UOpRef x = UOp::make(Ops::LOAD, dtypes::float32, {UOp::make(Ops::INDEX, in->dtype(), {in, r})});
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, r}), x * 2.0});
-  codegen::LinearProgram p =
-      codegen::lower_kernel(UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}), dev->renderer().caps(),
-                   codegen::LowerOptions{.name = "twice", .opts = std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 0, 4}}});
+  codegen::LinearProgram p = codegen::lower_kernel(
+      UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})}), dev->renderer().caps(),
+      codegen::LowerOptions{.name = "twice",
+                            .opts = std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 0, 4}}});
   sdk::Blob src, bin;
   runtime::check(dev->renderer().render(p.name, p.view(), src), "render", p.name);
   std::string text(src.text());

@@ -40,7 +40,8 @@ std::ostream& operator<<(std::ostream& os, const Case& c) { return os << "BROKEN
 const std::vector<Case> cases = {
     {0, "[compile]", "the compiler fell over"},
     {1, "[load]", "not a binary made by the CLANG compiler"},
-    {2, "[load]", "not a binary made by the CLANG compiler"},  // empty is a binary for NULL: the loader judges
+    {2, "[load]",
+     "not a binary made by the CLANG compiler"},  // empty is a binary for NULL: the loader judges
     {3, "[compile]", "status code 77, which the plugin ABI does not define"},
     {4, "[load]", "CLANG load"},
 };

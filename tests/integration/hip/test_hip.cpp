@@ -63,9 +63,10 @@ std::string render_tc_matmul(tg::sdk::Device& dev) {
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_,
                         {UOp::make(Ops::INDEX, out->dtype(), {out, i * idx(32) + j}), sum});
   UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, i, j})});
-  codegen::LinearProgram p =
-      codegen::lower_kernel(ast, dev.renderer().caps(),
-                   codegen::LowerOptions{.name = "tc_matmul", .opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}});
+  codegen::LinearProgram p = codegen::lower_kernel(
+      ast, dev.renderer().caps(),
+      codegen::LowerOptions{.name = "tc_matmul",
+                            .opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}});
   sdk::Blob src;
   runtime::check(dev.renderer().render(p.name, p.view(), src), "render", p.name);
   return std::string(src.text());
@@ -202,9 +203,10 @@ BOOST_AUTO_TEST_CASE(interp_runs_the_layouts_the_plugin_declares) {
   BOOST_REQUIRE(cdna && rdna3);
   BOOST_REQUIRE(tg::sdk::tensor_cores(cdna->renderer().caps()).size() == 1);
   BOOST_REQUIRE(tg::sdk::tensor_cores(rdna3->renderer().caps()).size() == 1);
-  BOOST_TEST(same_layout(tg::sdk::tensor_cores(cdna->renderer().caps())[0], tg::runtime::interp::hip_mfma_16x16x16()));
-  BOOST_TEST(
-      same_layout(tg::sdk::tensor_cores(rdna3->renderer().caps())[0], tg::runtime::interp::hip_wmma_16x16x16()));
+  BOOST_TEST(same_layout(tg::sdk::tensor_cores(cdna->renderer().caps())[0],
+                         tg::runtime::interp::hip_mfma_16x16x16()));
+  BOOST_TEST(same_layout(tg::sdk::tensor_cores(rdna3->renderer().caps())[0],
+                         tg::runtime::interp::hip_wmma_16x16x16()));
 }
 
 BOOST_AUTO_TEST_CASE(unknown_archs_are_refused) {

@@ -67,9 +67,10 @@ std::string render_tc_matmul(tg::sdk::Device& dev) {
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_,
                         {UOp::make(Ops::INDEX, out->dtype(), {out, i * idx(16) + j}), sum});
   UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, i, j})});
-  codegen::LinearProgram p =
-      codegen::lower_kernel(ast, dev.renderer().caps(),
-                   codegen::LowerOptions{.name = "tc_matmul", .opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}});
+  codegen::LinearProgram p = codegen::lower_kernel(
+      ast, dev.renderer().caps(),
+      codegen::LowerOptions{.name = "tc_matmul",
+                            .opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}});
   sdk::Blob src;
   tg::runtime::check(dev.renderer().render(p.name, p.view(), src), "render", p.name);
   return std::string(src.text());

@@ -27,7 +27,8 @@ std::vector<float> iota(int n, float scale) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(devices_are_distinct_with_their_own_cores) {
-  std::string d0(tg::runtime::device("CLANG:0").description()), d1(tg::runtime::device("CLANG:1").description());
+  std::string d0(tg::runtime::device("CLANG:0").description()),
+      d1(tg::runtime::device("CLANG:1").description());
   BOOST_TEST(d0.find("on cores 0-") != std::string::npos);  // "... on cores a-b": each names its own slice
   if (std::thread::hardware_concurrency() >= 2) BOOST_TEST(d0 != d1);
   BOOST_CHECK_THROW(tg::runtime::device("CLANG:3"), DeviceError);

@@ -40,7 +40,8 @@ std::vector<std::string> sources(const tg::Tensor& t) {
     if (si.ast->op() != tg::Ops::SINK) continue;
     tg::codegen::LinearProgram p = tg::codegen::lower_kernel(si.ast, tg::runtime::device("QCOM").caps());
     tg::sdk::Blob src;
-    tg::runtime::check(tg::runtime::device("QCOM").renderer().render(p.name, p.view(), src), "render", p.name);
+    tg::runtime::check(tg::runtime::device("QCOM").renderer().render(p.name, p.view(), src), "render",
+                       p.name);
     out.emplace_back(src.text());
   }
   return out;
@@ -151,10 +152,12 @@ BOOST_AUTO_TEST_CASE(partial_texel_stores_keep_a_buffer) {
   UOpRef v = UOp::make(Ops::LOAD, dtypes::float32, {UOp::make(Ops::INDEX, in->dtype(), {in, r})});
   UOpRef st = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out->dtype(), {out, r + c(1)}), v});
   UOpRef ast = UOp::sink({UOp::make(Ops::END, dtypes::void_, {st, r})});
-  tg::codegen::LinearProgram p = tg::codegen::lower_kernel(ast, tg::runtime::device("QCOM").caps(),
-                                         {.opts = std::vector<tg::codegen::Opt>{{tg::codegen::OptOps::UPCAST, 0, 4}}});
+  tg::codegen::LinearProgram p =
+      tg::codegen::lower_kernel(ast, tg::runtime::device("QCOM").caps(),
+                                {.opts = std::vector<tg::codegen::Opt>{{tg::codegen::OptOps::UPCAST, 0, 4}}});
   tg::sdk::Blob shifted;
-  tg::runtime::check(tg::runtime::device("QCOM").renderer().render(p.name, p.view(), shifted), "render", p.name);
+  tg::runtime::check(tg::runtime::device("QCOM").renderer().render(p.name, p.view(), shifted), "render",
+                     p.name);
   std::string text(shifted.text());
   BOOST_TEST(has(text, "vstore4("), text);
   BOOST_TEST(!has(text, "write_only"), text);

@@ -129,7 +129,8 @@ BOOST_AUTO_TEST_CASE(variables_gates_and_constants) {
 }
 
 BOOST_AUTO_TEST_CASE(launch_indices_need_a_dialect_hook) {
-  codegen::LinearProgram p = codegen::lower_kernel(add3_ast(), runtime::interp::interp_caps());  // gidx0/gidx1
+  codegen::LinearProgram p =
+      codegen::lower_kernel(add3_ast(), runtime::interp::interp_caps());  // gidx0/gidx1
   auto v = p.view();
   sdk::CDialect c;
   sdk::Blob out;
@@ -246,13 +247,15 @@ BOOST_AUTO_TEST_CASE(mulacc_is_fused,
                        if (!ok) ok.message() << "no clang binary on PATH to compile the rendered C";
                        return ok;
                      })) {
-  codegen::LinearProgram p32 = lower_c(fma_ast(dtypes::float32)), p64 = lower_c(fma_ast(dtypes::float64, true));
+  codegen::LinearProgram p32 = lower_c(fma_ast(dtypes::float32)),
+                         p64 = lower_c(fma_ast(dtypes::float64, true));
   BOOST_TEST(!has_op(lower_c(fma_ast(dtypes::float64)), Ops::MULACC));
   BOOST_TEST(has_op(p32, Ops::MULACC));
   BOOST_TEST(contains(render(p32), "__builtin_fmaf("), render(p32));
   BOOST_TEST(contains(render(p64), "__builtin_fma("), render(p64));
   BOOST_TEST(!has_op(lower_c(fma_ast(dtypes::int32)), Ops::MULACC));
-  BOOST_TEST(!has_op(codegen::lower_kernel(fma_ast(dtypes::float16), runtime::interp::interp_caps()), Ops::MULACC));
+  BOOST_TEST(
+      !has_op(codegen::lower_kernel(fma_ast(dtypes::float16), runtime::interp::interp_caps()), Ops::MULACC));
   // a renderer without MULACC keeps the two roundings
   sdk::RendererCaps basic = c_dialect().caps();
   const int m = static_cast<int>(Ops::MULACC);

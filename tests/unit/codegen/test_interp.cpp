@@ -47,7 +47,9 @@ T where(bool c, T a, T b, DType d) {
                                            bytes(std::vector<T>{a}), bytes(std::vector<T>{b})};
   UOpRef v = load(glob(1, dtypes::bool_, 1), idx(0))
                  ->where(load(glob(2, d, 1), idx(0)), load(glob(3, d, 1), idx(0)));
-  run_interp(codegen::lower_kernel(UOp::sink({store(glob(0, d, 1), idx(0), v)}), runtime::interp::interp_caps()), bufs);
+  run_interp(
+      codegen::lower_kernel(UOp::sink({store(glob(0, d, 1), idx(0), v)}), runtime::interp::interp_caps()),
+      bufs);
   return values<T>(bufs[0])[0];
 }
 
@@ -253,8 +255,8 @@ BOOST_AUTO_TEST_CASE(undefined_ops_and_bad_launches_are_errors) {
   BOOST_CHECK_THROW((run<int32_t, int32_t>(Ops::EXP2, dtypes::int32, {1})), std::runtime_error);
   // an out-of-bounds store names the kernel and the access
   UOpRef out = glob(0, dtypes::float32, 2);
-  codegen::LinearProgram p =
-      codegen::lower_kernel(UOp::sink({store(out, idx(5), UOp::const_(dtypes::float32, 1.0))}), runtime::interp::interp_caps());
+  codegen::LinearProgram p = codegen::lower_kernel(
+      UOp::sink({store(out, idx(5), UOp::const_(dtypes::float32, 1.0))}), runtime::interp::interp_caps());
   std::vector<std::vector<std::byte>> bufs{std::vector<std::byte>(8)};
   try {
     run_interp(p, bufs);

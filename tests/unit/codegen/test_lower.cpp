@@ -48,7 +48,8 @@ UOpRef row_sum_ast() {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(elementwise_on_launch_indices) {
-  codegen::LinearProgram p = codegen::lower_kernel(add3_ast(), runtime::interp::interp_caps(), {.opts = std::vector<codegen::Opt>{}});
+  codegen::LinearProgram p = codegen::lower_kernel(add3_ast(), runtime::interp::interp_caps(),
+                                                   {.opts = std::vector<codegen::Opt>{}});
   BOOST_TEST(p.name == "E_4_4");
   BOOST_TEST(count_op(p, Ops::RANGE) == 0u, p.str());
   BOOST_TEST(count_op(p, Ops::SPECIAL) == 2u, p.str());
@@ -105,7 +106,8 @@ BOOST_AUTO_TEST_CASE(reduce_to_accumulator) {
   auto out = values<int32_t>(bufs[0]);
   for (int i = 0; i < 4; i++) BOOST_TEST(out[i] == 64 * i + 28);  // sum_{j<8} (8i + j)
 
-  codegen::LinearProgram g = codegen::lower_kernel(row_sum_ast(), runtime::interp::interp_caps());  // the reduce loop stays a loop
+  codegen::LinearProgram g =
+      codegen::lower_kernel(row_sum_ast(), runtime::interp::interp_caps());  // the reduce loop stays a loop
   BOOST_TEST(count_op(g, Ops::RANGE) == 1u, g.str());
   BOOST_TEST(g.launch_dims({}).global[0] == 4u);
   bufs = {bytes(std::vector<int32_t>(4, -1)), bytes(x)};
@@ -124,7 +126,8 @@ BOOST_AUTO_TEST_CASE(reduce_to_accumulator) {
 BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
   const int64_t m = 4, n = 32, k = 8;
   std::vector<float> a = ints(m * k, 7), b = ints(k * n, 5, 3);
-  std::vector<codegen::Opt> opts{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 2, 4}};
+  std::vector<codegen::Opt> opts{
+      {codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 2, 4}};
   sdk::RendererCaps cpu = cpu_caps();
   cpu.max_vector_width = 8;
   auto widest = [](const codegen::LinearProgram& p) {
@@ -151,7 +154,8 @@ BOOST_AUTO_TEST_CASE(upcasts_become_vectors_on_a_cpu) {
              0u);
   // 2 rows x 2 chunks x 4 k, each a vector fma onto the accumulator
   BOOST_TEST(count_op(v, Ops::MULACC, [&](const UOp& u) { return u.dtype() == f8; }) == 16u, v.str());
-  codegen::LinearProgram g = codegen::lower_kernel(matmul_ast(m, n, k), runtime::interp::interp_caps(), {.opts = opts});
+  codegen::LinearProgram g =
+      codegen::lower_kernel(matmul_ast(m, n, k), runtime::interp::interp_caps(), {.opts = opts});
   DType f16 = dtypes::float32.vec(16);
   BOOST_TEST(count_op(g, Ops::LOAD, [&](const UOp& u) { return u.dtype() == f16 && global(2)(u); }) == 4u,
              g.str());
@@ -303,8 +307,9 @@ BOOST_AUTO_TEST_CASE(launch_dims_are_grouped_and_split) {
   // one loop of 64 on a device allowing 8: split into 8 x 8
   UOpRef r = range(64, 0);
   UOpRef out64 = glob(0, dtypes::int32, 64);
-  codegen::LinearProgram q = codegen::lower_kernel(UOp::sink({end(store(out64, r, r->cast(dtypes::int32)), {r})}), caps,
-                                 {.opts = std::vector<codegen::Opt>{}});
+  codegen::LinearProgram q =
+      codegen::lower_kernel(UOp::sink({end(store(out64, r, r->cast(dtypes::int32)), {r})}), caps,
+                            {.opts = std::vector<codegen::Opt>{}});
   auto dq = q.launch_dims({});
   BOOST_TEST(dq.global[0] * dq.global[1] * dq.global[2] == 64u, q.str());
   bufs = {bytes(std::vector<int32_t>(64, -1))};
@@ -346,7 +351,8 @@ BOOST_AUTO_TEST_CASE(index_dtype_widens_only_where_needed) {
   // A CPU-style renderer without int64 keeps int32 where the values fit.
   sdk::RendererCaps no64 = cpu_caps();
   no64.dtypes &= ~(uint64_t{1} << static_cast<int>(Scalar::INT64));
-  codegen::LinearProgram n = codegen::lower_kernel(UOp::sink({end(store(small, r, r->cast(dtypes::int32)), {r})}), no64);
+  codegen::LinearProgram n =
+      codegen::lower_kernel(UOp::sink({end(store(small, r, r->cast(dtypes::int32)), {r})}), no64);
   for (const UOpRef& u : n.uops) BOOST_TEST(u->dtype() != dtypes::int64, n.str());
 }
 

@@ -59,7 +59,8 @@ void run_c(const codegen::LinearProgram& p, Bufs& bufs) {
   fs::remove_all(dir);
 }
 
-codegen::LinearProgram lower_with(const UOpRef& ast, const sdk::RendererCaps& caps, std::vector<codegen::Opt> opts) {
+codegen::LinearProgram lower_with(const UOpRef& ast, const sdk::RendererCaps& caps,
+                                  std::vector<codegen::Opt> opts) {
   return codegen::lower_kernel(ast, caps, {.opts = std::move(opts)});
 }
 
@@ -110,11 +111,14 @@ BOOST_AUTO_TEST_CASE(elementwise_opts_match_noopt) {
   Bufs in{bytes(std::vector<float>(256)), bytes(x), bytes(y)};
   check_opts(elementwise_ast(), in, bytes(out), {});
   check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 1, 4}});
-  check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}});
+  check_opts(elementwise_ast(), in, bytes(out),
+             {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}});
   check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 1, 32}});  // the whole axis
   check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::THREAD, 0, 2}});
-  check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::THREAD, 1, 2}});
-  check_opts(elementwise_ast(), in, bytes(out), {{codegen::OptOps::THREAD, 0, 8}, {codegen::OptOps::UPCAST, 1, 4}});
+  check_opts(elementwise_ast(), in, bytes(out),
+             {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::THREAD, 1, 2}});
+  check_opts(elementwise_ast(), in, bytes(out),
+             {{codegen::OptOps::THREAD, 0, 8}, {codegen::OptOps::UPCAST, 1, 4}});
 }
 
 BOOST_AUTO_TEST_CASE(reduce_opts_match_noopt) {
@@ -129,10 +133,13 @@ BOOST_AUTO_TEST_CASE(reduce_opts_match_noopt) {
   check_opts(masked_max_ast(), in, bytes(out), {});
   check_opts(masked_max_ast(), in, bytes(out), {{codegen::OptOps::UNROLL, 1, 4}});
   check_opts(masked_max_ast(), in, bytes(out), {{codegen::OptOps::UNROLL, 1, 20}});  // no loop left
-  check_opts(masked_max_ast(), in, bytes(out), {{codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 1, 5}});
-  check_opts(
-      masked_max_ast(), in, bytes(out),
-      {{codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 1, 2}, {codegen::OptOps::UNROLL, 1, 2}, {codegen::OptOps::THREAD, 0, 3}});
+  check_opts(masked_max_ast(), in, bytes(out),
+             {{codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 1, 5}});
+  check_opts(masked_max_ast(), in, bytes(out),
+             {{codegen::OptOps::UPCAST, 0, 2},
+              {codegen::OptOps::UNROLL, 1, 2},
+              {codegen::OptOps::UNROLL, 1, 2},
+              {codegen::OptOps::THREAD, 0, 3}});
 }
 
 BOOST_AUTO_TEST_CASE(matmul_opts_match_noopt) {
@@ -142,11 +149,17 @@ BOOST_AUTO_TEST_CASE(matmul_opts_match_noopt) {
   std::vector<std::byte> ref = bytes(matmul_ref(a, b, m, n, k));
   UOpRef ast = matmul_ast(m, n, k);
   check_opts(ast, in, ref, {});
-  check_opts(ast, in, ref, {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 4}});
   check_opts(
       ast, in, ref,
-      {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 2}});
-  check_opts(ast, in, ref, {{codegen::OptOps::THREAD, 1, 4}, {codegen::OptOps::UNROLL, 2, 16}, {codegen::OptOps::UPCAST, 0, 8}});
+      {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 4}});
+  check_opts(ast, in, ref,
+             {{codegen::OptOps::UPCAST, 1, 8},
+              {codegen::OptOps::UPCAST, 0, 2},
+              {codegen::OptOps::UNROLL, 2, 4},
+              {codegen::OptOps::THREAD, 0, 2}});
+  check_opts(
+      ast, in, ref,
+      {{codegen::OptOps::THREAD, 1, 4}, {codegen::OptOps::UNROLL, 2, 16}, {codegen::OptOps::UPCAST, 0, 8}});
   // SWAP only reorders the output loops: j's outer loop outside i's.
   check_opts(ast, in, ref, {{codegen::OptOps::SWAP, 0, 1}});
   check_opts(ast, in, ref,
@@ -157,8 +170,12 @@ BOOST_AUTO_TEST_CASE(matmul_opts_match_noopt) {
               {codegen::OptOps::SWAP, 0, 1}});
   // the big-matmul shape of the AVX2 heuristic: 4 x 16 tile, k by 8, swapped
   check_opts(ast, in, ref,
-             {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 8}, {codegen::OptOps::SWAP, 0, 1}});
-  codegen::LinearProgram p = lower_with(ast, c_caps(), {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::SWAP, 0, 1}});
+             {{codegen::OptOps::UPCAST, 1, 16},
+              {codegen::OptOps::UPCAST, 0, 4},
+              {codegen::OptOps::UNROLL, 2, 8},
+              {codegen::OptOps::SWAP, 0, 1}});
+  codegen::LinearProgram p =
+      lower_with(ast, c_caps(), {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::SWAP, 0, 1}});
   BOOST_TEST(p.name == "r_4_8_8_16");  // j outer (4), i (8), UPCAST j | k
 }
 
@@ -169,7 +186,9 @@ BOOST_AUTO_TEST_CASE(non_dividing_axis) {
   Bufs in{bytes(std::vector<float>(m * n)), bytes(a), bytes(b)};
   std::vector<std::byte> ref = bytes(matmul_ref(a, b, m, n, k));
   UOpRef ast = matmul_ast(m, n, k);
-  check_opts(ast, in, ref, {{codegen::OptOps::UPCAST, 1, 5}, {codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::UNROLL, 2, 7}});
+  check_opts(
+      ast, in, ref,
+      {{codegen::OptOps::UPCAST, 1, 5}, {codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::UNROLL, 2, 7}});
   check_opts(ast, in, ref, {{codegen::OptOps::THREAD, 0, 3}, {codegen::OptOps::UPCAST, 1, 2}});
   BOOST_CHECK_EXCEPTION(
       lower_with(ast, c_caps(), {{codegen::OptOps::UPCAST, 1, 4}}), ValueError, [](const ValueError& e) {
@@ -185,7 +204,8 @@ BOOST_AUTO_TEST_CASE(unrolled_chains_interleave) {
   // multiply-adds per loop trip. The C keeps every step its own statement, in the order first step of each
   // accumulator, then the second of each, ..., so the two chains overlap instead of one waiting on itself.
   const int64_t m = 4, n = 16, k = 8;
-  std::vector<codegen::Opt> opts{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 2, 4}};
+  std::vector<codegen::Opt> opts{
+      {codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 2, 4}};
   std::vector<float> a = ints(m * k, 13), b = ints(k * n, 5, 3);
   check_opts(matmul_ast(m, n, k), {bytes(std::vector<float>(m * n)), bytes(a), bytes(b)},
              bytes(matmul_ref(a, b, m, n, k)), opts);
@@ -226,15 +246,19 @@ BOOST_AUTO_TEST_CASE(invalid_opts_name_the_opt) {
   fails_with({codegen::OptOps::SWAP, 0, 2}, "SWAP takes two output axes");
   fails_with({codegen::OptOps::SWAP, 0, 0}, "the other axis must be a different axis");
   fails_with({codegen::OptOps::SWAP, 1, 5}, "the other axis must be a different axis below 3");
-  BOOST_CHECK_EXCEPTION(lower_with(ast, c_caps(), {{codegen::OptOps::UPCAST, 0, 8}, {codegen::OptOps::SWAP, 0, 1}}), ValueError,
-                        [](const ValueError& e) {
-                          return std::string(e.what()).find("has no loop left") != std::string::npos;
-                        });
-  BOOST_CHECK_THROW(lower_with(ast, c_caps(), {{codegen::OptOps::THREAD, 0, 2}, {codegen::OptOps::THREAD, 1, 2}}), ValueError);
+  BOOST_CHECK_EXCEPTION(
+      lower_with(ast, c_caps(), {{codegen::OptOps::UPCAST, 0, 8}, {codegen::OptOps::SWAP, 0, 1}}), ValueError,
+      [](const ValueError& e) {
+        return std::string(e.what()).find("has no loop left") != std::string::npos;
+      });
+  BOOST_CHECK_THROW(
+      lower_with(ast, c_caps(), {{codegen::OptOps::THREAD, 0, 2}, {codegen::OptOps::THREAD, 1, 2}}),
+      ValueError);
   sdk::RendererCaps serial = sdk::CDialect::default_caps();
   serial.has_threads = false;
   fails_with({codegen::OptOps::UPCAST, 0, 16}, "amount 16 does not divide the axis size 8");
-  BOOST_CHECK_THROW(codegen::lower_kernel(ast, serial, {.opts = std::vector<codegen::Opt>{{codegen::OptOps::THREAD, 0, 2}}}),
+  BOOST_CHECK_THROW(codegen::lower_kernel(
+                        ast, serial, {.opts = std::vector<codegen::Opt>{{codegen::OptOps::THREAD, 0, 2}}}),
                     ValueError);
 }
 
@@ -242,10 +266,10 @@ BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
   // On a CPU: j: a is reused along it and c is contiguous -> two vectors (32); i: b is reused -> 8 rows; k
   // by 8 with j's loop outside i's (a strip of b stays in L1); i over the two threads.
   std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 32},
-                        {codegen::OptOps::UPCAST, 0, 8},
-                        {codegen::OptOps::UNROLL, 2, 8},
-                        {codegen::OptOps::THREAD, 0, 2},
-                        {codegen::OptOps::SWAP, 0, 1}};
+                                 {codegen::OptOps::UPCAST, 0, 8},
+                                 {codegen::OptOps::UNROLL, 2, 8},
+                                 {codegen::OptOps::THREAD, 0, 2},
+                                 {codegen::OptOps::SWAP, 0, 1}};
   UOpRef ast = matmul_ast(64, 64, 64);
   BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   codegen::LinearProgram p = codegen::lower_kernel(ast, c_caps());
@@ -264,17 +288,18 @@ BOOST_AUTO_TEST_CASE(heuristic_matmul_64) {
     sdk::RendererCaps avx2 = c_caps();
     avx2.max_vector_width = 8;
     std::vector<codegen::Opt> tile{{codegen::OptOps::UPCAST, 1, 16},
-                          {codegen::OptOps::UPCAST, 0, 4},
-                          {codegen::OptOps::UNROLL, 2, 8},
-                          {codegen::OptOps::THREAD, 0, 2},
-                          {codegen::OptOps::SWAP, 0, 1}};
+                                   {codegen::OptOps::UPCAST, 0, 4},
+                                   {codegen::OptOps::UNROLL, 2, 8},
+                                   {codegen::OptOps::THREAD, 0, 2},
+                                   {codegen::OptOps::SWAP, 0, 1}};
     BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, avx2)) == codegen::opts_str(tile));
   }
   {
     // A workgroup device (registers per work item are few) keeps one vector by 4.
     sdk::RendererCaps gpu = c_caps();
     gpu.has_local = true;
-    std::vector<codegen::Opt> small{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 4}};
+    std::vector<codegen::Opt> small{
+        {codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 4}};
     BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, gpu)) == codegen::opts_str(small));
   }
   {
@@ -294,18 +319,22 @@ BOOST_AUTO_TEST_CASE(heuristic_big_matmul_swaps_loops) {
   // b (reused along i) would stream again once per trip of i's loop; with j's loop outside, a 32-column
   // strip of b stays cached, and k (walking that strip) unrolls by 8.
   std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 32},
-                        {codegen::OptOps::UPCAST, 0, 8},
-                        {codegen::OptOps::UNROLL, 2, 8},
-                        {codegen::OptOps::THREAD, 0, 2},
-                        {codegen::OptOps::SWAP, 0, 1}};
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(2048, 2048, 2048), c_caps())) == codegen::opts_str(want));
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(1024, 1024, 1024), c_caps())) == codegen::opts_str(want));
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(512, 512, 512), c_caps())) == codegen::opts_str(want));
+                                 {codegen::OptOps::UPCAST, 0, 8},
+                                 {codegen::OptOps::UNROLL, 2, 8},
+                                 {codegen::OptOps::THREAD, 0, 2},
+                                 {codegen::OptOps::SWAP, 0, 1}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(2048, 2048, 2048), c_caps())) ==
+             codegen::opts_str(want));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(1024, 1024, 1024), c_caps())) ==
+             codegen::opts_str(want));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(512, 512, 512), c_caps())) ==
+             codegen::opts_str(want));
   // A conv's dw shape: b is 8 MiB but only 64 columns wide, so a 32-column strip is 4 MiB and would not
   // stay cached either way: no swap, k by 4.
   want.pop_back();
   want[2].arg = 4;
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(288, 64, 32768), c_caps())) == codegen::opts_str(want));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(matmul_ast(288, 64, 32768), c_caps())) ==
+             codegen::opts_str(want));
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_odd_axis_takes_an_odd_tile) {
@@ -315,8 +344,10 @@ BOOST_AUTO_TEST_CASE(heuristic_odd_axis_takes_an_odd_tile) {
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
   UOpRef ast = matmul_ast(25, 32, 576);
-  std::vector<codegen::Opt> want{
-      {codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 5}, {codegen::OptOps::UNROLL, 2, 2}, {codegen::OptOps::THREAD, 1, 2}};
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 16},
+                                 {codegen::OptOps::UPCAST, 0, 5},
+                                 {codegen::OptOps::UNROLL, 2, 2},
+                                 {codegen::OptOps::THREAD, 1, 2}};
   BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, avx2)) == codegen::opts_str(want));
   std::vector<float> a = ints(25 * 576, 13), b = ints(576 * 32, 7, 3);
   Bufs in{bytes(std::vector<float>(25 * 32)), bytes(a), bytes(b)};
@@ -334,8 +365,9 @@ BOOST_AUTO_TEST_CASE(heuristic_rows_take_the_nearest_divisor) {
     UOpRef ast = matmul_ast(rows, 32, 64);
     std::vector<codegen::Opt> got = codegen::hand_coded_optimizations(ast, avx2);
     BOOST_REQUIRE(got.size() >= 3u);
-    std::vector<codegen::Opt> head(got.begin(), got.begin() + 3),
-        want{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, tile}, {codegen::OptOps::UNROLL, 2, unroll}};
+    std::vector<codegen::Opt> head(got.begin(), got.begin() + 3), want{{codegen::OptOps::UPCAST, 1, 16},
+                                                                       {codegen::OptOps::UPCAST, 0, tile},
+                                                                       {codegen::OptOps::UNROLL, 2, unroll}};
     BOOST_TEST(codegen::opts_str(head) == codegen::opts_str(want));
     std::vector<float> a = ints(rows * 64, 13), b = ints(64 * 32, 7, 3);
     Bufs in{bytes(std::vector<float>(rows * 32)), bytes(a), bytes(b)};
@@ -347,7 +379,8 @@ BOOST_AUTO_TEST_CASE(heuristic_rows_stay_within_the_upcast_bound) {
   // AVX-512 wants 8 rows under a tile of 32 (two vectors). 20 rows: the nearest divisor, 10, makes 320 values
   // (over the 256 bound), so 5 rows, not no rows at all (the CNN's second conv: 2.1x).
   UOpRef ast = matmul_ast(20, 32, 64);
-  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 32}, {codegen::OptOps::UPCAST, 0, 5}, {codegen::OptOps::UNROLL, 2, 4}};
+  std::vector<codegen::Opt> want{
+      {codegen::OptOps::UPCAST, 1, 32}, {codegen::OptOps::UPCAST, 0, 5}, {codegen::OptOps::UNROLL, 2, 4}};
   BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   std::vector<float> a = ints(20 * 64, 13), b = ints(64 * 32, 7, 3);
   check_opts(ast, {bytes(std::vector<float>(20 * 32)), bytes(a), bytes(b)},
@@ -361,7 +394,8 @@ BOOST_AUTO_TEST_CASE(heuristic_row_sum) {
   UOpRef x = glob(1, dtypes::float32, 256 * 256);
   UOpRef ast = UOp::sink(
       {end(store(glob(0, dtypes::float32, 256), i, reduce(load(x, i * idx(256) + r), {r}, Ops::ADD)), {i})});
-  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::THREAD, 0, 2}};
+  std::vector<codegen::Opt> want{
+      {codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::THREAD, 0, 2}};
   BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   sdk::RendererCaps gpu = c_caps();
   gpu.has_local = true;
@@ -390,10 +424,14 @@ BOOST_AUTO_TEST_CASE(reduce_axis_upcast_is_vector_lanes) {
   Bufs in{bytes(std::vector<float>(8)), bytes(xv)};
   check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 1, 16}}, true);
   check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 1, 64}}, true);  // no loop left
-  check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 1, 2}},
-             true);
-  check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 1, 4}, {codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::THREAD, 0, 2}},
-             true);
+  check_opts(
+      ast, in, bytes(out),
+      {{codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UNROLL, 1, 2}},
+      true);
+  check_opts(
+      ast, in, bytes(out),
+      {{codegen::OptOps::UPCAST, 1, 4}, {codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::THREAD, 0, 2}},
+      true);
   // a masked MAX over rows of 20 (the padded rows give 0)
   std::vector<int32_t> xm(200), outm(12, 0);
   for (int n = 0; n < 200; n++) xm[n] = (n * 37) % 101 - 50;
@@ -404,16 +442,19 @@ BOOST_AUTO_TEST_CASE(reduce_axis_upcast_is_vector_lanes) {
   }
   Bufs inm{bytes(std::vector<int32_t>(12)), bytes(xm)};
   check_opts(masked_max_ast(), inm, bytes(outm), {{codegen::OptOps::UPCAST, 1, 4}}, true);
-  check_opts(masked_max_ast(), inm, bytes(outm), {{codegen::OptOps::UPCAST, 1, 5}, {codegen::OptOps::UPCAST, 0, 3}}, true);
+  check_opts(masked_max_ast(), inm, bytes(outm),
+             {{codegen::OptOps::UPCAST, 1, 5}, {codegen::OptOps::UPCAST, 0, 3}}, true);
   // a matmul's k in lanes next to the register tile
   const int64_t m = 4, n = 16, k = 32;
   std::vector<float> a = ints(m * k, 13), b = ints(k * n, 5, 3);
-  check_opts(matmul_ast(m, n, k), {bytes(std::vector<float>(m * n)), bytes(a), bytes(b)},
-             bytes(matmul_ref(a, b, m, n, k)),
-             {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UPCAST, 2, 4}}, true);
+  check_opts(
+      matmul_ast(m, n, k), {bytes(std::vector<float>(m * n)), bytes(a), bytes(b)},
+      bytes(matmul_ref(a, b, m, n, k)),
+      {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UPCAST, 2, 4}},
+      true);
   // A device with workgroups has no such lanes: the opt names the problem.
-  BOOST_CHECK_EXCEPTION(lower_with(ast, runtime::interp::interp_caps(), {{codegen::OptOps::UPCAST, 1, 16}}), ValueError,
-                        [](const ValueError& e) {
+  BOOST_CHECK_EXCEPTION(lower_with(ast, runtime::interp::interp_caps(), {{codegen::OptOps::UPCAST, 1, 16}}),
+                        ValueError, [](const ValueError& e) {
                           return std::string(e.what()).find(
                                      "UPCAST(axis=1, arg=16): UPCAST takes an output "
                                      "axis") != std::string::npos;
@@ -443,10 +484,13 @@ BOOST_AUTO_TEST_CASE(heuristic_conv_width_20) {
   UOpRef ast = conv3x3_ast(20, 24);
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
-  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 2, 20}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 5, 3}};
+  std::vector<codegen::Opt> want{
+      {codegen::OptOps::UPCAST, 2, 20}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 5, 3}};
   BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, avx2)) == codegen::opts_str(want));
-  std::vector<codegen::Opt> want16{{codegen::OptOps::UPCAST, 2, 20}, {codegen::OptOps::UPCAST, 0, 8}, {codegen::OptOps::UNROLL, 5, 3}};
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want16));
+  std::vector<codegen::Opt> want16{
+      {codegen::OptOps::UPCAST, 2, 20}, {codegen::OptOps::UPCAST, 0, 8}, {codegen::OptOps::UNROLL, 5, 3}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) ==
+             codegen::opts_str(want16));
   // The tile gives the reference's bytes: each output sums its 18 products in (ci, ky, kx) order.
   std::vector<float> iv = ints(2 * 24 * 24, 13), wv = ints(8 * 18, 7, 3), out(8 * 400, 0.0f);
   for (int o = 0; o < 8; o++)
@@ -471,12 +515,17 @@ BOOST_AUTO_TEST_CASE(heuristic_conv_width_24) {
   UOpRef ast = conv3x3_ast(24, 26);
   sdk::RendererCaps avx2 = c_caps();
   avx2.max_vector_width = 8;
-  std::vector<codegen::Opt> want{
-      {codegen::OptOps::UPCAST, 2, 24}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 5, 3}, {codegen::OptOps::THREAD, 0, 2}};
+  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 2, 24},
+                                 {codegen::OptOps::UPCAST, 0, 4},
+                                 {codegen::OptOps::UNROLL, 5, 3},
+                                 {codegen::OptOps::THREAD, 0, 2}};
   BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, avx2)) == codegen::opts_str(want));
-  std::vector<codegen::Opt> want16{
-      {codegen::OptOps::UPCAST, 2, 24}, {codegen::OptOps::UPCAST, 0, 8}, {codegen::OptOps::UNROLL, 5, 3}, {codegen::OptOps::THREAD, 1, 2}};
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want16));
+  std::vector<codegen::Opt> want16{{codegen::OptOps::UPCAST, 2, 24},
+                                   {codegen::OptOps::UPCAST, 0, 8},
+                                   {codegen::OptOps::UNROLL, 5, 3},
+                                   {codegen::OptOps::THREAD, 1, 2}};
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) ==
+             codegen::opts_str(want16));
 }
 
 BOOST_AUTO_TEST_CASE(heuristic_strip_sum) {
@@ -487,7 +536,8 @@ BOOST_AUTO_TEST_CASE(heuristic_strip_sum) {
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 16 * 64), c * idx(64) + l,
                                     reduce(load(x, c * idx(256 * 64) + m * idx(64) + l), {m}, Ops::ADD)),
                               {c, l})});
-  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 64}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 2}};
+  std::vector<codegen::Opt> want{
+      {codegen::OptOps::UPCAST, 1, 64}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 2}};
   BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   // Same bytes as summing each strip lane in order.
   std::vector<float> xv(16 * 256 * 64), out(16 * 64, 0.0f);
@@ -507,7 +557,8 @@ BOOST_AUTO_TEST_CASE(heuristic_strip_sum_with_a_broadcast) {
   UOpRef d = load(x, c * idx(256 * 64) + m * idx(64) + l) - load(mu, c);
   UOpRef ast = UOp::sink(
       {end(store(glob(0, dtypes::float32, 16 * 64), c * idx(64) + l, reduce(d * d, {m}, Ops::ADD)), {c, l})});
-  std::vector<codegen::Opt> want{{codegen::OptOps::UPCAST, 1, 64}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 2}};
+  std::vector<codegen::Opt> want{
+      {codegen::OptOps::UPCAST, 1, 64}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 2}};
   BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast, c_caps())) == codegen::opts_str(want));
   std::vector<float> xv(16 * 256 * 64), muv(16), out(16 * 64, 0.0f);
   for (size_t n = 0; n < xv.size(); n++) xv[n] = static_cast<float>((n * 7919) % 101) * 0.013f - 0.6f;
@@ -534,7 +585,8 @@ BOOST_AUTO_TEST_CASE(heuristic_elementwise_1m) {
   UOpRef j = r0 * idx(1024) + r1;
   UOpRef ast2 = UOp::sink({end(store(glob(0, dtypes::float32, n), j, load(a, j) + load(b, j)), {r0, r1})});
   std::vector<codegen::Opt> want2{{codegen::OptOps::THREAD, 0, 2}};
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast2, c_caps())) == codegen::opts_str(want2));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast2, c_caps())) ==
+             codegen::opts_str(want2));
   // Small kernels are left alone.
   BOOST_TEST(codegen::hand_coded_optimizations(elementwise_ast(), c_caps()).empty());
 }
@@ -569,7 +621,8 @@ BOOST_AUTO_TEST_CASE(heuristic_transposing_copy_gets_a_tile) {
                  load(y, n2 * idx(2304) + c2 * idx(36) + h2 * idx(6) + w2)),
            {n2, h2, w2, c2})});
   std::vector<codegen::Opt> want2{{codegen::OptOps::UPCAST, 2, 3}, {codegen::OptOps::UPCAST, 3, 4}};
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast2, c_caps())) == codegen::opts_str(want2));
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(ast2, c_caps())) ==
+             codegen::opts_str(want2));
   std::vector<float> yv(4 * 64 * 36), out2(yv.size());
   for (size_t i = 0; i < yv.size(); i++) yv[i] = static_cast<float>(i % 97) - 48.0f;
   for (size_t a = 0; a < 4; a++)
@@ -662,7 +715,9 @@ BOOST_AUTO_TEST_CASE(heuristic_unroll_passes_to_the_reduce_axis_before) {
   UOpRef ast = UOp::sink({end(store(glob(0, dtypes::float32, 32 * 16), c * idx(16) + j, v), {c, j})});
   std::vector<codegen::Opt> got = codegen::hand_coded_optimizations(ast, c_caps());
   BOOST_TEST(std::any_of(got.begin(), got.end(),
-                         [](const codegen::Opt& o) { return o.op == codegen::OptOps::UNROLL && o.axis == 2 && o.arg == 4; }),
+                         [](const codegen::Opt& o) {
+                           return o.op == codegen::OptOps::UNROLL && o.axis == 2 && o.arg == 4;
+                         }),
              codegen::opts_str(got));
   std::vector<float> xv(64 * 32 * 400), out(32 * 16, 0.0f);
   for (size_t i = 0; i < xv.size(); i++) xv[i] = static_cast<float>((i * 7) % 11) - 5.0f;  // exact sums
@@ -721,7 +776,9 @@ BOOST_AUTO_TEST_CASE(heuristic_tile_takes_a_short_axis_whole) {
   avx2.max_vector_width = 8;
   std::vector<codegen::Opt> got = codegen::hand_coded_optimizations(c.ast, avx2);
   BOOST_TEST(std::any_of(got.begin(), got.end(),
-                         [](const codegen::Opt& o) { return o.op == codegen::OptOps::UPCAST && o.axis == 1 && o.arg == 6; }),
+                         [](const codegen::Opt& o) {
+                           return o.op == codegen::OptOps::UPCAST && o.axis == 1 && o.arg == 6;
+                         }),
              codegen::opts_str(got));
   check_opts(c.ast, c.in, c.out, got);
 }
@@ -732,7 +789,8 @@ BOOST_AUTO_TEST_CASE(heuristic_whole_axis_stays_within_the_upcast_bound) {
   ConvLast c = conv3x3_last(2, 10, 4, 32);
   std::vector<codegen::Opt> got = codegen::hand_coded_optimizations(c.ast, c_caps());
   BOOST_TEST_REQUIRE(got.size() >= 2u);
-  BOOST_TEST(codegen::opts_str({got.begin(), got.begin() + 2}) == "[UPCAST(axis=3, arg=32), UPCAST(axis=1, arg=5)]");
+  BOOST_TEST(codegen::opts_str({got.begin(), got.begin() + 2}) ==
+             "[UPCAST(axis=3, arg=32), UPCAST(axis=1, arg=5)]");
   check_opts(c.ast, c.in, c.out, got);
 }
 
@@ -756,7 +814,9 @@ BOOST_AUTO_TEST_CASE(nested_reduce) {
   Bufs in{bytes(std::vector<int32_t>(4)), bytes(xv)};
   check_opts(ast, in, bytes(out), {});
   check_opts(ast, in, bytes(out), {{codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::UPCAST, 0, 2}});
-  check_opts(ast, in, bytes(out), {{codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 8}, {codegen::OptOps::THREAD, 0, 1}});
+  check_opts(
+      ast, in, bytes(out),
+      {{codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::UNROLL, 2, 8}, {codegen::OptOps::THREAD, 0, 1}});
   BOOST_CHECK_EXCEPTION(
       lower_with(ast, c_caps(), {{codegen::OptOps::UNROLL, 1, 2}}), ValueError, [](const ValueError& e) {
         return std::string(e.what()).find("UNROLL(axis=1, arg=2): a reduce nested") != std::string::npos;
@@ -780,7 +840,8 @@ BOOST_AUTO_TEST_CASE(upcasts_of_a_relayout_copy) {
     for (int64_t c = 0; c < K; c++)
       for (int64_t d = 0; d < J; d++) out[(a * K + c) * J + d] = bv[(c * P + a) * J + d];
   Bufs in{bytes(std::vector<float>(out.size())), bytes(bv)};
-  const codegen::Opt t{codegen::OptOps::THREAD, 0, 2}, u1{codegen::OptOps::UPCAST, 1, 4}, u0{codegen::OptOps::UPCAST, 0, 2};
+  const codegen::Opt t{codegen::OptOps::THREAD, 0, 2}, u1{codegen::OptOps::UPCAST, 1, 4},
+      u0{codegen::OptOps::UPCAST, 0, 2};
   check_opts(ast, in, bytes(out), {t, u1, u0});
   check_opts(ast, in, bytes(out), {t, u1, u0, {codegen::OptOps::UPCAST, 2, 4}});
   check_opts(ast, in, bytes(out), {t, u1, u0, {codegen::OptOps::UPCAST, 1, 4}});

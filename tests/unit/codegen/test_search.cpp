@@ -51,16 +51,18 @@ BOOST_AUTO_TEST_CASE(actions_cover_every_axis) {
   BOOST_TEST((a.back() == codegen::Opt{codegen::OptOps::UPCAST, 2, 32}));
   sdk::RendererCaps serial = sdk::CDialect::default_caps();
   serial.has_threads = serial.has_local = false;
-  BOOST_TEST(codegen::search_actions(matmul_ast(), serial).size() == 22u);  // no THREAD without parallel tasks
+  BOOST_TEST(codegen::search_actions(matmul_ast(), serial).size() ==
+             22u);  // no THREAD without parallel tasks
 }
 
 BOOST_AUTO_TEST_CASE(expand_keeps_only_opts_that_apply) {
   // 12: UPCAST 2, 3, 4, THREAD 2 and SWAP with 16; 16: UPCAST 2, 4, 8, 16 and THREAD 2; 20: UNROLL 2, 4, 5.
-  std::vector<codegen::Opt> want = {{codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::UPCAST, 0, 4},
-                           {codegen::OptOps::THREAD, 0, 2}, {codegen::OptOps::SWAP, 0, 1},   {codegen::OptOps::UPCAST, 1, 2},
-                           {codegen::OptOps::UPCAST, 1, 4}, {codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::UPCAST, 1, 16},
-                           {codegen::OptOps::THREAD, 1, 2}, {codegen::OptOps::UNROLL, 2, 2}, {codegen::OptOps::UNROLL, 2, 4},
-                           {codegen::OptOps::UNROLL, 2, 5}};
+  std::vector<codegen::Opt> want = {
+      {codegen::OptOps::UPCAST, 0, 2}, {codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::UPCAST, 0, 4},
+      {codegen::OptOps::THREAD, 0, 2}, {codegen::OptOps::SWAP, 0, 1},   {codegen::OptOps::UPCAST, 1, 2},
+      {codegen::OptOps::UPCAST, 1, 4}, {codegen::OptOps::UPCAST, 1, 8}, {codegen::OptOps::UPCAST, 1, 16},
+      {codegen::OptOps::THREAD, 1, 2}, {codegen::OptOps::UNROLL, 2, 2}, {codegen::OptOps::UNROLL, 2, 4},
+      {codegen::OptOps::UNROLL, 2, 5}};
   std::vector<std::vector<codegen::Opt>> got = codegen::search_expand(matmul_ast(), {}, c_caps());
   BOOST_TEST(lasts(got) == want, boost::test_tools::per_element());
   for (const auto& l : got) BOOST_TEST(l.size() == 1u);
@@ -71,7 +73,8 @@ BOOST_AUTO_TEST_CASE(expand_extends_the_base_and_bounds_the_unrolled_size) {
   // UNROLL 2 (128) and 4 (256) fit; UNROLL 5 (320) does not, and THREAD 2 divides nothing left.
   std::vector<codegen::Opt> base = {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UPCAST, 0, 4}};
   std::vector<std::vector<codegen::Opt>> got = codegen::search_expand(matmul_ast(), base, c_caps());
-  std::vector<codegen::Opt> want = {{codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::UNROLL, 2, 2}, {codegen::OptOps::UNROLL, 2, 4}};
+  std::vector<codegen::Opt> want = {
+      {codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::UNROLL, 2, 2}, {codegen::OptOps::UNROLL, 2, 4}};
   BOOST_TEST(lasts(got) == want, boost::test_tools::per_element());
   for (const auto& l : got) {
     BOOST_TEST(l.size() == 3u);
@@ -81,18 +84,25 @@ BOOST_AUTO_TEST_CASE(expand_extends_the_base_and_bounds_the_unrolled_size) {
 }
 
 BOOST_AUTO_TEST_CASE(opts_apply_says_whether_apply_opts_throws) {
-  BOOST_TEST(codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 1, 4}}, c_caps()));
-  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 1, 5}}, c_caps()));
-  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::THREAD, 2, 2}}, c_caps()));
-  BOOST_TEST(codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 2, 4}}, c_caps()));  // lanes of k
+  BOOST_TEST(codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 1, 4}},
+                                 c_caps()));
+  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 1, 5}},
+                                  c_caps()));
+  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::THREAD, 2, 2}},
+                                  c_caps()));
+  BOOST_TEST(codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 2, 4}},
+                                 c_caps()));  // lanes of k
   sdk::RendererCaps gpu = c_caps();
   gpu.has_local = true;
-  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 2, 4}}, gpu));
-  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 7, 2}}, c_caps()));
+  BOOST_TEST(
+      !codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 2, 4}}, gpu));
+  BOOST_TEST(!codegen::opts_apply(matmul_ast(), std::vector<codegen::Opt>{{codegen::OptOps::UPCAST, 7, 2}},
+                                  c_caps()));
 }
 
 BOOST_AUTO_TEST_CASE(opts_text_round_trips) {
-  std::vector<codegen::Opt> opts = {{codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 12}};
+  std::vector<codegen::Opt> opts = {
+      {codegen::OptOps::UPCAST, 1, 16}, {codegen::OptOps::UNROLL, 2, 4}, {codegen::OptOps::THREAD, 0, 12}};
   std::string text = codegen::opts_str(opts);
   BOOST_TEST(text == "[UPCAST(axis=1, arg=16), UNROLL(axis=2, arg=4), THREAD(axis=0, arg=12)]");
   std::optional<std::vector<codegen::Opt>> back = codegen::parse_opts(text);

@@ -1,6 +1,6 @@
 // The TC opt: a renderer that declares a tensor core gets the kernel's multiply-add as WMMAs. INTERP runs
-// them with the declared lane layout (CUDA's mma.m16n8k16 here, runtime::interp::cuda_mma_m16n8k16): the same bytes as
-// the hand-computed sums, the heuristic's and BEAM's choice, and errors that name the problem.
+// them with the declared lane layout (CUDA's mma.m16n8k16 here, runtime::interp::cuda_mma_m16n8k16): the same
+// bytes as the hand-computed sums, the heuristic's and BEAM's choice, and errors that name the problem.
 #define BOOST_TEST_MODULE codegen_tc
 #include <boost/test/unit_test.hpp>
 
@@ -81,7 +81,8 @@ BOOST_AUTO_TEST_CASE(tc_matmul_matches_the_sums) {
   const int64_t rows = 32, cols = 16, depth = 32;
   auto [xh, wh, want] = bmm_data(rows, cols, depth);
   codegen::LinearProgram p =
-      codegen::lower_kernel(bmm_ast(rows, cols, depth), tc_caps(), {.opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}});
+      codegen::lower_kernel(bmm_ast(rows, cols, depth), tc_caps(),
+                            {.opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}});
   BOOST_TEST(
       std::count_if(p.uops.begin(), p.uops.end(), [](const UOpRef& u) { return u->op() == Ops::WMMA; }) == 1);
   sdk::LaunchDims d = p.launch_dims({});
@@ -105,7 +106,10 @@ BOOST_AUTO_TEST_CASE(tc_warp_tiles_and_workgroups_match_the_sums) {
            {{{codegen::OptOps::UPCAST, 1, 2}}, 2, 32},
            {{{codegen::OptOps::UPCAST, 2, 4}, {codegen::OptOps::UPCAST, 1, 2}}, 8, 32},
            {{{codegen::OptOps::LOCAL, 1, 2}, {codegen::OptOps::LOCAL, 2, 4}}, 1, 256},
-           {{{codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::UPCAST, 2, 2}, {codegen::OptOps::LOCAL, 1, 2}, {codegen::OptOps::LOCAL, 2, 2}},
+           {{{codegen::OptOps::UPCAST, 1, 2},
+             {codegen::OptOps::UPCAST, 2, 2},
+             {codegen::OptOps::LOCAL, 1, 2},
+             {codegen::OptOps::LOCAL, 2, 2}},
             4,
             128},
        }) {
@@ -117,7 +121,8 @@ BOOST_AUTO_TEST_CASE(tc_warp_tiles_and_workgroups_match_the_sums) {
                codegen::opts_str(opts));
     sdk::LaunchDims d = p.launch_dims({});
     BOOST_TEST(d.local[0] == 32u);  // the lane is lidx0: a warp is 32 consecutive work items
-    BOOST_TEST(d.local[0] * d.local[1] * d.local[2] == static_cast<uint32_t>(c.threads), codegen::opts_str(opts));
+    BOOST_TEST(d.local[0] * d.local[1] * d.local[2] == static_cast<uint32_t>(c.threads),
+               codegen::opts_str(opts));
     Bufs bufs{bytes_of(std::vector<float>(want.size())), bytes_of(xh), bytes_of(wh)};
     run_interp(p, bufs);
     BOOST_TEST((bufs[0] == bytes_of(want)), codegen::opts_str(opts));
@@ -147,7 +152,9 @@ BOOST_AUTO_TEST_CASE(tc_takes_the_sum_of_converted_products) {
       want[a * 8 + b] = half_of(s);  // at most 32 * 4 * 2: exact in half
     }
   Bufs bufs{bytes_of(std::vector<uint16_t>(want.size())), bytes_of(xh), bytes_of(wh)};
-  run_interp(codegen::lower_kernel(ast, tc_caps(), {.opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}}), bufs);
+  run_interp(
+      codegen::lower_kernel(ast, tc_caps(), {.opts = std::vector<codegen::Opt>{{codegen::OptOps::TC, 0, 0}}}),
+      bufs);
   BOOST_TEST((bufs[0] == bytes_of(want)));
 }
 
@@ -159,15 +166,19 @@ BOOST_AUTO_TEST_CASE(heuristic_and_beam_take_a_declared_tensor_core) {
              "[TC(axis=0, arg=0), UPCAST(axis=2, arg=8), UPCAST(axis=1, arg=4), LOCAL(axis=2, arg=2), "
              "LOCAL(axis=1, arg=2)]");
   // not without one, not for float32 inputs, not for sizes the tile does not divide
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(32, 16, 32), runtime::interp::interp_caps())).find("TC") ==
-             std::string::npos);
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(32, 16, 32, dtypes::float32), tc_caps())).find("TC") ==
-             std::string::npos);
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(24, 16, 32), tc_caps())).find("TC") ==
-             std::string::npos);
+  BOOST_TEST(codegen::opts_str(
+                 codegen::hand_coded_optimizations(bmm_ast(32, 16, 32), runtime::interp::interp_caps()))
+                 .find("TC") == std::string::npos);
+  BOOST_TEST(
+      codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(32, 16, 32, dtypes::float32), tc_caps()))
+          .find("TC") == std::string::npos);
+  BOOST_TEST(
+      codegen::opts_str(codegen::hand_coded_optimizations(bmm_ast(24, 16, 32), tc_caps())).find("TC") ==
+      std::string::npos);
   std::vector<codegen::Opt> actions = codegen::search_actions(bmm_ast(32, 16, 32), tc_caps());
   BOOST_TEST(std::count(actions.begin(), actions.end(), codegen::Opt{codegen::OptOps::TC, 0, 0}) == 1);
-  BOOST_TEST(codegen::search_actions(bmm_ast(32, 16, 32), runtime::interp::interp_caps()).size() + 1 == actions.size());
+  BOOST_TEST(codegen::search_actions(bmm_ast(32, 16, 32), runtime::interp::interp_caps()).size() + 1 ==
+             actions.size());
   // the opts text form round-trips
   std::optional<std::vector<codegen::Opt>> back = codegen::parse_opts("[TC(axis=0, arg=0)]");
   BOOST_TEST_REQUIRE(back.has_value());
@@ -190,13 +201,16 @@ BOOST_AUTO_TEST_CASE(tc_errors_name_the_problem) {
              "TC(axis=0, arg=0): the 'interp' renderer declares no tensor cores");
   fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 1}}, "declares 1 tensor cores");
   fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 1, 0}}, "axis must be 0");
-  fails_with(ast, tc_caps(), {{codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::TC, 0, 0}}, "TC must be the first opt");
+  fails_with(ast, tc_caps(), {{codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::TC, 0, 0}},
+             "TC must be the first opt");
   fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UNROLL, 3, 2}},
              "UNROLL(axis=3, arg=2): after TC only UPCAST and LOCAL of the tile's row or column axis apply");
   fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UPCAST, 0, 2}},
              "after TC the axis must be the tile's row or column axis");
-  fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UPCAST, 1, 3}}, "the amount must be 2, 4, 8");
-  fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::LOCAL, 1, 2}},
+  fails_with(ast, tc_caps(), {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UPCAST, 1, 3}},
+             "the amount must be 2, 4, 8");
+  fails_with(ast, tc_caps(),
+             {{codegen::OptOps::TC, 0, 0}, {codegen::OptOps::UPCAST, 1, 2}, {codegen::OptOps::LOCAL, 1, 2}},
              "LOCAL(axis=1, arg=2): 2 tiles of 16 do not divide into 4 per workgroup");
   sdk::RendererCaps small = tc_caps();
   small.max_local_size = 32;

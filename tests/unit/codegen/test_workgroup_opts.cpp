@@ -20,7 +20,7 @@ using Bufs = std::vector<std::vector<std::byte>>;
 
 // Runs ast with opts on INTERP's caps and compares buffer 0 with expected; returns the program.
 codegen::LinearProgram check(const UOpRef& ast, const Bufs& inputs, const std::vector<std::byte>& expected,
-                    const std::vector<codegen::Opt>& opts) {
+                             const std::vector<codegen::Opt>& opts) {
   codegen::LinearProgram p = codegen::lower_kernel(ast, runtime::interp::interp_caps(), {.opts = opts});
   BOOST_TEST_CONTEXT(codegen::opts_str(opts)) {
     BOOST_TEST((p.applied_opts == opts));
@@ -72,7 +72,8 @@ BOOST_AUTO_TEST_CASE(local_elementwise) {
   BOOST_TEST(p.launch_dims({}).local[0] == 16u);
   check(axpy_ast(n), in, bytes(out), {{codegen::OptOps::LOCAL, 0, 256}});  // the whole axis: one workgroup
   check(axpy_ast(n), in, bytes(out), {{codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::LOCAL, 0, 8}});
-  check(axpy_ast(n), in, bytes(out), {{codegen::OptOps::LOCAL, 0, 4}, {codegen::OptOps::LOCAL, 0, 4}, {codegen::OptOps::UPCAST, 0, 2}});
+  check(axpy_ast(n), in, bytes(out),
+        {{codegen::OptOps::LOCAL, 0, 4}, {codegen::OptOps::LOCAL, 0, 4}, {codegen::OptOps::UPCAST, 0, 2}});
 }
 
 BOOST_AUTO_TEST_CASE(local_matmul_two_axes) {
@@ -80,7 +81,8 @@ BOOST_AUTO_TEST_CASE(local_matmul_two_axes) {
   std::vector<float> a = ints(m * k, 9), b = ints(k * n, 11, 3);
   Bufs in{bytes(std::vector<float>(m * n)), bytes(a), bytes(b)};
   std::vector<std::byte> ref = bytes(matmul_ref(a, b, m, n, k));
-  codegen::LinearProgram p = check(matmul_ast(m, n, k), in, ref, {{codegen::OptOps::LOCAL, 0, 4}, {codegen::OptOps::LOCAL, 1, 8}});
+  codegen::LinearProgram p =
+      check(matmul_ast(m, n, k), in, ref, {{codegen::OptOps::LOCAL, 0, 4}, {codegen::OptOps::LOCAL, 1, 8}});
   sdk::LaunchDims d = p.launch_dims({});
   BOOST_TEST(d.local[0] == 8u);  // the last local dim is lidx0
   BOOST_TEST(d.local[1] == 4u);
@@ -108,9 +110,15 @@ BOOST_AUTO_TEST_CASE(group_reduces) {
     BOOST_TEST(p.launch_dims({}).local[0] == 8u);
     check(ast, in, ref, {{codegen::OptOps::GROUPTOP, 1, 16}});
     check(ast, in, ref, {{codegen::OptOps::GROUP, 1, 64}});  // every value its own work item
-    check(ast, in, ref, {{codegen::OptOps::GROUPTOP, 1, 4}, {codegen::OptOps::UNROLL, 1, 4}, {codegen::OptOps::UPCAST, 0, 2}});
-    check(ast, in, ref, {{codegen::OptOps::LOCAL, 0, 3}, {codegen::OptOps::GROUP, 1, 4}, {codegen::OptOps::GROUPTOP, 1, 2}});
-    check(ast, in, ref, {{codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::GROUP, 1, 8}, {codegen::OptOps::UNROLL, 1, 2}});
+    check(ast, in, ref,
+          {{codegen::OptOps::GROUPTOP, 1, 4},
+           {codegen::OptOps::UNROLL, 1, 4},
+           {codegen::OptOps::UPCAST, 0, 2}});
+    check(
+        ast, in, ref,
+        {{codegen::OptOps::LOCAL, 0, 3}, {codegen::OptOps::GROUP, 1, 4}, {codegen::OptOps::GROUPTOP, 1, 2}});
+    check(ast, in, ref,
+          {{codegen::OptOps::UPCAST, 0, 3}, {codegen::OptOps::GROUP, 1, 8}, {codegen::OptOps::UNROLL, 1, 2}});
   }
 }
 
@@ -125,7 +133,8 @@ BOOST_AUTO_TEST_CASE(group_full_sum) {
   for (int64_t i = 0; i < n; i++) total += (x[i] = static_cast<int32_t>(i % 13) - 5);
   Bufs in{bytes(std::vector<int32_t>(1)), bytes(x)};
   check(ast, in, bytes(std::vector<int32_t>{total}), {{codegen::OptOps::GROUPTOP, 0, 256}});
-  check(ast, in, bytes(std::vector<int32_t>{total}), {{codegen::OptOps::GROUPTOP, 0, 16}, {codegen::OptOps::UNROLL, 0, 4}});
+  check(ast, in, bytes(std::vector<int32_t>{total}),
+        {{codegen::OptOps::GROUPTOP, 0, 16}, {codegen::OptOps::UNROLL, 0, 4}});
 }
 
 BOOST_AUTO_TEST_CASE(group_matmul) {
@@ -149,10 +158,12 @@ BOOST_AUTO_TEST_CASE(padto_elementwise) {
     for (int64_t i = 0; i < n; i++) out[i] = x[i] * 3.0f + y[i];
     Bufs in{bytes(std::vector<float>(n)), bytes(x), bytes(y)};
     BOOST_TEST_CONTEXT("n = " << n) {
-      codegen::LinearProgram p = check(axpy_ast(n), in, bytes(out), {{codegen::OptOps::PADTO, 0, 32}, {codegen::OptOps::LOCAL, 0, 32}});
+      codegen::LinearProgram p = check(axpy_ast(n), in, bytes(out),
+                                       {{codegen::OptOps::PADTO, 0, 32}, {codegen::OptOps::LOCAL, 0, 32}});
       BOOST_TEST(p.launch_dims({}).global[0] == static_cast<uint32_t>((n + 31) / 32));
-      check(axpy_ast(n), in, bytes(out),
-            {{codegen::OptOps::PADTO, 0, 8}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::LOCAL, 0, 2}});
+      check(
+          axpy_ast(n), in, bytes(out),
+          {{codegen::OptOps::PADTO, 0, 8}, {codegen::OptOps::UPCAST, 0, 4}, {codegen::OptOps::LOCAL, 0, 2}});
       check(axpy_ast(n), in, bytes(out), {{codegen::OptOps::PADTO, 0, 4}});
     }
   }
@@ -187,7 +198,8 @@ BOOST_AUTO_TEST_CASE(padto_matmul_and_reduce) {
 
 BOOST_AUTO_TEST_CASE(workgroup_errors_name_the_opt) {
   UOpRef ast = matmul_ast(8, 32, 16);
-  auto fails_with = [&](const sdk::RendererCaps& caps, std::vector<codegen::Opt> opts, const std::string& what) {
+  auto fails_with = [&](const sdk::RendererCaps& caps, std::vector<codegen::Opt> opts,
+                        const std::string& what) {
     try {
       codegen::lower_kernel(ast, caps, {.opts = opts});
     } catch (const ValueError& e) {
@@ -212,7 +224,8 @@ BOOST_AUTO_TEST_CASE(workgroup_errors_name_the_opt) {
   fails_with(no_shared, {{codegen::OptOps::GROUP, 2, 4}}, "renderer has no shared memory");
   sdk::RendererCaps narrow = gpu, small = gpu;
   narrow.local_max[0] = 4;
-  fails_with(narrow, {{codegen::OptOps::LOCAL, 1, 8}}, "local dim 0 of size 8 exceeds the device's local_max 4");
+  fails_with(narrow, {{codegen::OptOps::LOCAL, 1, 8}},
+             "local dim 0 of size 8 exceeds the device's local_max 4");
   small.max_local_size = 16, small.max_shared_bytes = 64;
   fails_with(small, {{codegen::OptOps::LOCAL, 0, 8}, {codegen::OptOps::LOCAL, 1, 4}},
              "a workgroup of 32 work items exceeds the device's local_size limit 16");
@@ -222,10 +235,11 @@ BOOST_AUTO_TEST_CASE(workgroup_errors_name_the_opt) {
   UOpRef i = range(4, 0), kk = range(6, 1, AxisType::REDUCE), l = range(8, 2, AxisType::REDUCE);
   UOpRef inner = reduce(load(glob(1, dtypes::int32, 192), i * idx(48) + kk * idx(8) + l), {l}, Ops::ADD);
   UOpRef nested = UOp::sink({end(store(glob(0, dtypes::int32, 4), i, reduce(inner, {kk}, Ops::MAX)), {i})});
-  BOOST_CHECK_EXCEPTION(codegen::lower_kernel(nested, gpu, {.opts = std::vector<codegen::Opt>{{codegen::OptOps::GROUP, 2, 4}}}),
-                        ValueError, [](const ValueError& e) {
-                          return std::string(e.what()).find("inside another reduce") != std::string::npos;
-                        });
+  BOOST_CHECK_EXCEPTION(
+      codegen::lower_kernel(nested, gpu, {.opts = std::vector<codegen::Opt>{{codegen::OptOps::GROUP, 2, 4}}}),
+      ValueError, [](const ValueError& e) {
+        return std::string(e.what()).find("inside another reduce") != std::string::npos;
+      });
 }
 
 BOOST_AUTO_TEST_CASE(search_and_parse) {
@@ -238,10 +252,15 @@ BOOST_AUTO_TEST_CASE(search_and_parse) {
   BOOST_TEST(count(gpu, codegen::OptOps::GROUP) == 3);
   BOOST_TEST(count(gpu, codegen::OptOps::GROUPTOP) == 4);
   std::vector<codegen::Opt> cpu = codegen::search_actions(ast, sdk::CDialect::default_caps());
-  BOOST_TEST(count(cpu, codegen::OptOps::LOCAL) + count(cpu, codegen::OptOps::GROUP) + count(cpu, codegen::OptOps::PADTO) == 0);
-  BOOST_TEST(count(codegen::search_actions(matmul_ast(40, 64, 64), runtime::interp::interp_caps()), codegen::OptOps::PADTO) == 1);
-  std::vector<codegen::Opt> all{
-      {codegen::OptOps::LOCAL, 0, 4}, {codegen::OptOps::GROUP, 2, 8}, {codegen::OptOps::GROUPTOP, 2, 16}, {codegen::OptOps::PADTO, 1, 32}};
+  BOOST_TEST(count(cpu, codegen::OptOps::LOCAL) + count(cpu, codegen::OptOps::GROUP) +
+                 count(cpu, codegen::OptOps::PADTO) ==
+             0);
+  BOOST_TEST(count(codegen::search_actions(matmul_ast(40, 64, 64), runtime::interp::interp_caps()),
+                   codegen::OptOps::PADTO) == 1);
+  std::vector<codegen::Opt> all{{codegen::OptOps::LOCAL, 0, 4},
+                                {codegen::OptOps::GROUP, 2, 8},
+                                {codegen::OptOps::GROUPTOP, 2, 16},
+                                {codegen::OptOps::PADTO, 1, 32}};
   auto back = codegen::parse_opts(codegen::opts_str(all));
   BOOST_TEST_REQUIRE(back.has_value());
   BOOST_TEST((*back == all));
@@ -259,8 +278,10 @@ BOOST_AUTO_TEST_CASE(heuristic_on_workgroup_devices) {
              "[GROUPTOP(axis=1, arg=16)]");
   // Elementwise kernels keep the device's workgroup size; with vector loads and stores (interp: 16 lanes)
   // each work item takes a float4 of the contiguous axis, however small the kernel, and without them none.
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(axpy_ast(1 << 16), gpu)) == "[UPCAST(axis=0, arg=4)]");
-  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(axpy_ast(64), gpu)) == "[UPCAST(axis=0, arg=4)]");
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(axpy_ast(1 << 16), gpu)) ==
+             "[UPCAST(axis=0, arg=4)]");
+  BOOST_TEST(codegen::opts_str(codegen::hand_coded_optimizations(axpy_ast(64), gpu)) ==
+             "[UPCAST(axis=0, arg=4)]");
   BOOST_TEST(codegen::hand_coded_optimizations(axpy_ast(66), gpu).empty());  // 66 is no multiple of 4
   sdk::RendererCaps scalar_gpu = gpu;
   scalar_gpu.max_vector_width = 1;
@@ -274,7 +295,8 @@ BOOST_AUTO_TEST_CASE(heuristic_on_workgroup_devices) {
   sdk::RendererCaps cpu = sdk::CDialect::default_caps();
   cpu.has_threads = true, cpu.thread_count = 2;
   for (const codegen::Opt& o : codegen::hand_coded_optimizations(matmul_ast(256, 256, 256), cpu))
-    BOOST_TEST((o.op != codegen::OptOps::LOCAL && o.op != codegen::OptOps::GROUP && o.op != codegen::OptOps::GROUPTOP));
+    BOOST_TEST((o.op != codegen::OptOps::LOCAL && o.op != codegen::OptOps::GROUP &&
+                o.op != codegen::OptOps::GROUPTOP));
   // Chosen opts give the reference's values.
   std::vector<float> a = ints(64 * 64, 13), b = ints(64 * 64, 7, 3);
   Bufs in{bytes(std::vector<float>(64 * 64)), bytes(a), bytes(b)};

@@ -32,7 +32,8 @@ LoweredKernel sample() {
 
 BOOST_AUTO_TEST_CASE(lowered_record_round_trip) {
   LoweredKernel k = sample();
-  std::optional<LoweredKernel> back = tg::runtime::parse_lowered("key", tg::runtime::serialize_lowered("key", k));
+  std::optional<LoweredKernel> back =
+      tg::runtime::parse_lowered("key", tg::runtime::serialize_lowered("key", k));
   BOOST_REQUIRE(back.has_value());
   BOOST_TEST(back->name == "r_16_4");
   BOOST_TEST(back->source == k.source);

@@ -105,7 +105,8 @@ BOOST_AUTO_TEST_CASE(plugin_path_files_and_dirs_in_order_first_wins) {
 }
 
 BOOST_AUTO_TEST_CASE(builtins_come_first_and_null_is_never_the_default) {
-  tg::runtime::Registry reg(tg::runtime::RegistryConfig{.search_installed = false, .search_build_tree = false});
+  tg::runtime::Registry reg(
+      tg::runtime::RegistryConfig{.search_installed = false, .search_build_tree = false});
   auto builtins = tg::runtime::builtin_devices();
   BOOST_REQUIRE(reg.candidates().size() == builtins.size());
   for (size_t i = 0; i < builtins.size(); ++i) {
@@ -273,10 +274,10 @@ BOOST_AUTO_TEST_CASE(misbehaving_probes_are_not_run_in_this_process) {
     BOOST_TEST(reg.device("NULL").name() == "NULL");
   }
   tg::runtime::Registry reg(tg::runtime::RegistryConfig{.env = {{"TG_PLUGIN_PATH", dir}},
-                                      .search_installed = false,
-                                      .search_build_tree = false,
-                                      .builtins = kOnlyNull,
-                                      .probe_timeout_seconds = 1});
+                                                        .search_installed = false,
+                                                        .search_build_tree = false,
+                                                        .builtins = kOnlyNull,
+                                                        .probe_timeout_seconds = 1});
   reg.probe_all(true);
   std::map<std::string, std::string> reasons;
   for (const tg::runtime::Candidate& c : reg.candidates()) reasons[c.name] = c.usable ? "ok" : c.reason;

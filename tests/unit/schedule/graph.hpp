@@ -148,7 +148,8 @@ inline UOpRef sparse_categorical_crossentropy(const UOpRef& logits, const UOpRef
              {reshape(total, {}), reshape(cast(sum(cast(mask, dtypes::int32), {0}), dtypes::float32), {})});
 }
 
-inline std::vector<sched::ScheduleItem> schedule(std::vector<UOpRef> roots, sched::BecomesMap* becomes = nullptr) {
+inline std::vector<sched::ScheduleItem> schedule(std::vector<UOpRef> roots,
+                                                 sched::BecomesMap* becomes = nullptr) {
   sched::BecomesMap b;
   auto items = sched::create_schedule(UOp::sink(std::move(roots)), becomes ? *becomes : b);
   for (const sched::ScheduleItem& si : items) BOOST_TEST_MESSAGE(si.str());
