@@ -25,7 +25,8 @@ bool is_leafish(const UOp& u) {
 // at each such node. A view (movement op) is not stored: the walk goes on to what it views.
 std::vector<UOpRef> shared_nodes(const std::vector<UOpRef>& now, const std::vector<UOpRef>& later) {
   std::unordered_set<const UOp*> computed;
-  for (const UOp* u : UOp::sink(now)->toposort()) computed.insert(u);
+  UOpRef sink = UOp::sink(now);  // alive while its order is read (the order ends with the sink)
+  for (const UOp* u : sink->toposort()) computed.insert(u);
   std::vector<UOpRef> out;
   std::unordered_set<const UOp*> seen;
   std::vector<UOpRef> todo(later.rbegin(), later.rend());
