@@ -133,6 +133,16 @@ std::vector<std::string> devices_flag(const Flags& f, int64_t batch) {
   return devs;
 }
 
+// --dtype float32|float64: the precision of the weights, the optimizer state and the computation (the images
+// are cast on the way in). float64 makes the run independent of the order of float sums, so one device and
+// several give the same losses (tests/integration/train/devices.sh); the model is saved as float32.
+DType dtype_flag(const Flags& f) {
+  std::string v = f.get("dtype", "float32");
+  if (v == "float32") return dtypes::float32;
+  if (v == "float64") return dtypes::float64;
+  throw ValueError("train-mnist", fmt::format("--dtype takes float32 or float64, got '{}'", v));
+}
+
 // Every parameter and buffer of the model as a full copy on each device, or back on the default device.
 void place_state(nn::Module& model, const std::vector<std::string>& devices) {
   for (auto& [name, t] : nn::state_dict(model))
@@ -147,10 +157,11 @@ void place_state(nn::Module& model, const std::vector<std::string>& devices) {
 int train_mnist(Args args) {
   Flags f =
       parse("train-mnist", args,
-            {"steps", "batch", "lr", "seed", "out", "data", "eval", "devices", "losses", "dist", "overlap"});
+            {"steps", "batch", "lr", "seed", "out", "data", "eval", "devices", "losses", "dist", "overlap", "dtype"});
   if (std::string d = f.get("dist", ""); !d.empty()) {
     if (!f.get("devices", "").empty())
       throw ValueError("train-mnist", "--dist and --devices cannot be combined: each rank trains on one device");
+    if (!f.get("dtype", "").empty()) throw ValueError("train-mnist", "--dtype applies to one process only");
     return train_mnist_dist(d, f);
   }
   if (!f.get("overlap", "").empty()) throw ValueError("train-mnist", "--overlap applies to --dist only");
@@ -158,6 +169,7 @@ int train_mnist(Args args) {
   int64_t seed = int_flag("train-mnist", f, "seed", 42);
   double lr = float_flag("train-mnist", f, "lr", 3e-3);
   std::filesystem::path out = f.get("out", "fashion_mnist_cnn.safetensors");
+  DType dtype = dtype_flag(f);
 
   std::vector<std::string> devices = devices_flag(f, batch);
   fmt::print("device: {}\n", devices.empty() ? tg::runtime::default_device().str() : f.get("devices", ""));
@@ -166,6 +178,7 @@ int train_mnist(Args args) {
 
   Tensor::manual_seed(static_cast<uint64_t>(seed));
   auto model = apps::fashion_mnist_cnn();
+  model->to(dtype);
   if (!devices.empty()) place_state(*model, devices);  // before the optimizer, whose state follows
   nn::optim::Adam opt(model->parameters(), lr);
   nn::optim::OneCycleLR sched(opt, lr, steps);
@@ -174,11 +187,12 @@ int train_mnist(Args args) {
                                                 data.y_train.size()));
   nn::BatchSampler sampler(static_cast<int64_t>(data.y_train.size()), batch, true, static_cast<uint64_t>(seed),
                            true);
-  fmt::print("training: {} steps of batch {}, Adam with one-cycle lr (max {})\n", steps, batch, lr);
+  fmt::print("training: {} steps of batch {}{}, Adam with one-cycle lr (max {})\n", steps, batch,
+             dtype == dtypes::float64 ? " in float64" : "", lr);
   // One step under the JIT: from the third step on its kernels are replayed (no scheduling or compiling).
   // The lr tensor the schedule writes and every parameter and moment stay bound to the captured kernels.
   Jit train_step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
-    Tensor x = devices.empty() ? in[0] : in[0].shard(devices, 0),
+    Tensor x = devices.empty() ? in[0].cast(dtype) : in[0].cast(dtype).shard(devices, 0),
            y = devices.empty() ? in[1] : in[1].shard(devices, 0);
     Tensor loss = nn::cross_entropy((*model)(x), y);
     opt.zero_grad();
@@ -205,9 +219,9 @@ int train_mnist(Args args) {
     model->train();
     Tensor loss = train_step({images(data.x_train, rows), labels(data.y_train, rows)})[0];
     sched.step();
-    float l = loss.item<float>();
+    double l = loss.item<double>();
     if (!std::isfinite(l)) throw ValueError("train-mnist", fmt::format("the loss is {} at step {}", l, step));
-    if (losses) fmt::print(losses, "{:.9g}\n", l);
+    if (losses) fmt::print(losses, "{:.{}g}\n", l, dtype == dtypes::float64 ? 17 : 9);
     loss_avg = step == 1 ? l : 0.95 * loss_avg + 0.05 * l;
 
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -225,7 +239,8 @@ int train_mnist(Args args) {
   double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("{}trained in {} (first step {:.2f} s)\n", tty ? "\n" : "", duration(train_s), first_step);
   if (losses) std::fclose(losses);
-  if (!devices.empty()) place_state(*model, {});  // evaluated and saved on one device
+  if (!devices.empty()) place_state(*model, {});  // evaluated and saved on one device, as float32
+  model->to(dtypes::float32);
 
   evaluate_and_save(*model, f, data, out);
   return 0;

@@ -62,6 +62,22 @@ void Module::realize_state() {
   if (!all.empty()) Tensor::realize_all(all);
 }
 
+void Module::to(DType dtype) {
+  if (!dtype.is_float())
+    throw DTypeError("Module::to", fmt::format("takes a floating-point dtype, got {}", dtype.name()));
+  std::vector<Tensor> cast;
+  for (auto* list : {&params_, &buffers_})
+    for (auto& [name, slot] : *list)
+      if (slot->defined() && slot->dtype().is_float() && slot->dtype() != dtype) {
+        bool trained = list == &params_;
+        *slot = slot->detach().cast(dtype).contiguous();
+        if (trained) slot->requires_grad_(true);
+        cast.push_back(*slot);
+      }
+  if (!cast.empty()) Tensor::realize_all(cast);
+  for (auto& [name, child] : children_) child->to(dtype);
+}
+
 void Module::collect(const std::string& prefix, bool params, NamedTensors& out) const {
   for (const auto& [name, slot] : params ? params_ : buffers_) {
     if (!slot->defined()) continue;

@@ -32,6 +32,10 @@ class Module {
     return children_;
   }
 
+  // Casts every floating-point parameter and buffer, here and in every submodule, to dtype (PyTorch's
+  // module.to(torch.float64)); each becomes a realized tensor of its own, a parameter still trained. Integer
+  // buffers stay as they are. An optimizer made before holds the old tensors: make it after.
+  void to(DType dtype);
   void train(bool on = true);  // this module and every submodule
   void eval() { train(false); }
   bool is_training() const { return training_; }

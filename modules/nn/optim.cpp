@@ -11,6 +11,9 @@ namespace tg::nn::optim {
 
 namespace {
 
+// The dtype a parameter's update and optimizer state are computed in.
+DType update_dtype(const Tensor& p) { return p.dtype() == dtypes::float64 ? dtypes::float64 : dtypes::float32; }
+
 Tensor lr_tensor(double lr, std::string_view device) {
   if (!(lr >= 0)) throw ValueError("optimizer", fmt::format("lr must be >= 0, got {}", lr));
   return Tensor(lr, dtypes::float32, device).contiguous().realize();
@@ -53,7 +56,7 @@ void Optimizer::set_lr(double lr) {
 }
 
 Tensor Optimizer::zeros_like_param(const Tensor& p) const {
-  return Tensor::zeros(p.shape(), dtypes::float32, p.device()).contiguous().realize();
+  return Tensor::zeros(p.shape(), update_dtype(p), p.device()).contiguous().realize();
 }
 
 void Optimizer::zero_grad() {
@@ -68,8 +71,8 @@ std::vector<Tensor> Optimizer::schedule_step() {
       throw ValueError("step",
                        fmt::format("parameter {} of shape ({}) has no gradient: call backward() first", i,
                                    fmt::join(params_[i].shape(), ",")));
-    ps.push_back(params_[i].detach().cast(dtypes::float32));
-    grads.push_back(g.detach().cast(dtypes::float32));
+    ps.push_back(params_[i].detach().cast(update_dtype(params_[i])));
+    grads.push_back(g.detach().cast(update_dtype(params_[i])));
   }
   std::vector<Tensor> updated = update(ps, grads, state);
   std::vector<Tensor> out;

@@ -1,7 +1,8 @@
 #pragma once
 // Optimizers: step() builds every update lazily with assign() and realizes them in one realize_all, so
 // a step is a few fused kernels. The learning rate is a 0-d tensor: schedules change its value, not
-// the kernels.
+// the kernels. Updates and state are float32 for float16/bfloat16/float32 parameters (mixed precision),
+// float64 for float64 ones; the lr and Adam's bias corrections are float32 scalars.
 #include <vector>
 
 #include "tensor/tensor.hpp"
@@ -46,7 +47,7 @@ class Optimizer {
   // them to state_out.
   virtual std::vector<Tensor> update(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                                      std::vector<Tensor>& state_out) = 0;
-  Tensor zeros_like_param(const Tensor& p) const;  // a realized float32 state buffer
+  Tensor zeros_like_param(const Tensor& p) const;  // a realized state buffer in p's update dtype
 
   std::vector<Tensor> params_;
   Tensor lr_;

@@ -95,6 +95,35 @@ BOOST_AUTO_TEST_CASE(linear_conv_and_transpose_match_torch) {
   expect_matches(convt(tensor_of(layer("conv_transpose2d")["x"])), layer("conv_transpose2d")["y"]);
 }
 
+BOOST_AUTO_TEST_CASE(module_to_casts_float_state_and_keeps_it_trained) {
+  // PyTorch's module.to(torch.float64): the Linear reference in float64, BatchNorm's running statistics cast
+  // and its integer step count kept; the parameters are still trained (SGD lr 1 on sum(y): db = batch size).
+  auto lin = std::make_shared<nn::Linear>(5, 3);
+  auto bn = std::make_shared<nn::BatchNorm2d>(3);
+  nn::load_state_dict(*lin, state_of(layer("linear")["state"]));
+  nn::Sequential seq{lin, bn};
+  seq.to(dtypes::float64);
+  for (auto& [name, t] : nn::state_dict(seq))
+    BOOST_TEST((t.dtype() == (name == "1.num_batches_tracked" ? dtypes::int64 : dtypes::float64)), name);
+  BOOST_TEST(seq.parameters().size() == 4u);
+  for (const Tensor& p : seq.parameters()) BOOST_TEST(p.requires_grad());
+  Tensor x = tensor_of(layer("linear")["x"]).cast(dtypes::float64);
+  Tensor y = (*lin)(x);
+  BOOST_TEST((y.dtype() == dtypes::float64));
+  expect_matches(y.cast(dtypes::float32), layer("linear")["y"]);
+  std::vector<double> b0 = lin->bias.to_vector<double>();
+  nn::optim::SGD opt(lin->parameters(), 1.0);
+  y.sum().backward();
+  opt.step();
+  std::vector<double> b1 = lin->bias.to_vector<double>();
+  double rows = static_cast<double>(x.shape()[0].bound());
+  for (size_t i = 0; i < b0.size(); i++) BOOST_TEST(std::abs(b0[i] - rows - b1[i]) < 1e-12);
+  seq.to(dtypes::float32);
+  BOOST_TEST((lin->weight.dtype() == dtypes::float32 && bn->running_var.dtype() == dtypes::float32));
+  expect_error<DTypeError>([&] { seq.to(dtypes::int32); },
+                           "[Module::to] takes a floating-point dtype, got int");
+}
+
 BOOST_AUTO_TEST_CASE(assigned_parameter_is_the_one_trained_and_saved) {
   // ln.weight = w must reach parameters(), state_dict() and forward. x = (-1, 1, -1, 1) normalizes to
   // itself / sqrt(1 + eps); loss = sum(y): d/dw = xhat, d/db = 1; SGD lr 0.5 from w = (2, 3, 4, 5), b = 0.
