@@ -51,6 +51,8 @@ if [ "$mode" = quick ]; then
   grep -q "does not split evenly" "$dir/err.log" || { cat "$dir/err.log"; exit 1; }
   if "$tg" train-mnist --steps 1 --dtype int32 2> "$dir/err.log"; then echo "FAIL: --dtype int32 accepted"; exit 1; fi
   grep -q "\[train-mnist\] --dtype takes float32 or float64, got 'int32'" "$dir/err.log" || { cat "$dir/err.log"; exit 1; }
+  if "$tg" train-mnist --dist mpi --dtype float64 2> "$dir/err.log"; then echo "FAIL: --dist --dtype accepted"; exit 1; fi
+  grep -q "\[train-mnist\] --dtype applies to one process only" "$dir/err.log" || { cat "$dir/err.log"; exit 1; }
 else
   echo "--- float32, 20 steps of batch 32"
   compare float32 20 32 5 1e-5
