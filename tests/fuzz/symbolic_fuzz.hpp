@@ -241,10 +241,12 @@ class Generator {
  private:
   bool edge() { return pick(0, 4) == 0; }
   UOpRef cnst(int64_t lo, int64_t hi) {
-    int64_t v = lo + static_cast<int64_t>(pick(0, uint64_t(hi - lo)));
-    if (pick(0, 19) == 0)
-      v = static_cast<int64_t>(pick(0, 1) ? dtype_hi(d_) : dtype_lo(d_)) + static_cast<int64_t>(pick(0, 2)) -
-          1;
+    // in uint64 arithmetic, which wraps: hi - lo may not fit int64, nor may the edge plus one
+    int64_t v = static_cast<int64_t>(uint64_t(lo) + pick(0, uint64_t(hi) - uint64_t(lo)));
+    if (pick(0, 19) == 0) {  // the dtype's edge, one below it or one past it
+      uint64_t edge = static_cast<uint64_t>(pick(0, 1) ? dtype_hi(d_) : dtype_lo(d_));
+      v = static_cast<int64_t>(edge + pick(0, 2) - 1);
+    }
     return UOp::const_(d_, v);
   }
   UOpRef nonzero(int64_t lo, int64_t hi) {
