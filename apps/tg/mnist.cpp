@@ -155,9 +155,9 @@ void place_state(nn::Module& model, const std::vector<std::string>& devices) {
 }  // namespace
 
 int train_mnist(Args args) {
-  Flags f =
-      parse("train-mnist", args,
-            {"steps", "batch", "lr", "seed", "out", "data", "eval", "devices", "losses", "dist", "overlap", "dtype"});
+  Flags f = parse("train-mnist", args,
+                  {"steps", "batch", "lr", "seed", "out", "data", "eval", "devices", "losses", "dist",
+                   "overlap", "dtype"});
   if (std::string d = f.get("dist", ""); !d.empty()) {
     if (!f.get("devices", "").empty())
       throw ValueError("train-mnist", "--dist and --devices cannot be combined: each rank trains on one device");

@@ -12,7 +12,9 @@ namespace tg::nn::optim {
 namespace {
 
 // The dtype a parameter's update and optimizer state are computed in.
-DType update_dtype(const Tensor& p) { return p.dtype() == dtypes::float64 ? dtypes::float64 : dtypes::float32; }
+DType update_dtype(const Tensor& p) {
+  return p.dtype() == dtypes::float64 ? dtypes::float64 : dtypes::float32;
+}
 
 Tensor lr_tensor(double lr, std::string_view device) {
   if (!(lr >= 0)) throw ValueError("optimizer", fmt::format("lr must be >= 0, got {}", lr));

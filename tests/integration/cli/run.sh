@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tg's command line on bad input: each case ends with its exit status and one line that names the
 # command and the problem; none aborts, hangs or is accepted. Runs on INTERP with tiny data sets made here;
-# under AddressSanitizer (tools/sanitize) on CLANG, as the sanitized interpreter takes minutes a training step.
+# under AddressSanitizer (tools/sanitize) on CLANG: the sanitized interpreter takes minutes a training step.
 set -uo pipefail
 tg=$1
 dir=$(mktemp -d)

@@ -21,8 +21,8 @@ trap 'rm -rf "$dir"' EXIT
 # compare DTYPE STEPS BATCH EXACT_STEPS TOL: one device, then two; steps 1..EXACT_STEPS within TOL
 compare() {
   local dtype=$1 steps=$2 batch=$3 exact=$4 tol=$5
-  "$tg" train-mnist --steps "$steps" --batch "$batch" --eval 64 --dtype "$dtype" --out "$dir/one.safetensors" \
-    --losses "$dir/one.txt" > "$dir/one.log"
+  "$tg" train-mnist --steps "$steps" --batch "$batch" --eval 64 --dtype "$dtype" \
+    --out "$dir/one.safetensors" --losses "$dir/one.txt" > "$dir/one.log"
   TG_CLANG_DEVICES=2 "$tg" train-mnist --steps "$steps" --batch "$batch" --eval 64 --dtype "$dtype" \
     --out "$dir/two.safetensors" --losses "$dir/two.txt" --devices CLANG:0,CLANG:1 | tee "$dir/two.log"
   grep -q "^device: CLANG:0,CLANG:1$" "$dir/two.log" || { echo "FAIL: no device line"; exit 1; }
@@ -45,14 +45,15 @@ if [ "$mode" = quick ]; then
   echo "--- float32, 3 steps of batch 16"
   compare float32 3 16 3 1e-5
   # a batch that does not split evenly, or a dtype it does not train in, is refused with a message
-  if TG_CLANG_DEVICES=2 "$tg" train-mnist --steps 1 --batch 33 --devices CLANG:0,CLANG:1 2> "$dir/err.log"; then
-    echo "FAIL: uneven batch accepted"; exit 1
-  fi
-  grep -q "does not split evenly" "$dir/err.log" || { cat "$dir/err.log"; exit 1; }
-  if "$tg" train-mnist --steps 1 --dtype int32 2> "$dir/err.log"; then echo "FAIL: --dtype int32 accepted"; exit 1; fi
-  grep -q "\[train-mnist\] --dtype takes float32 or float64, got 'int32'" "$dir/err.log" || { cat "$dir/err.log"; exit 1; }
-  if "$tg" train-mnist --dist mpi --dtype float64 2> "$dir/err.log"; then echo "FAIL: --dist --dtype accepted"; exit 1; fi
-  grep -q "\[train-mnist\] --dtype applies to one process only" "$dir/err.log" || { cat "$dir/err.log"; exit 1; }
+  refused() {  # refused PATTERN ARGS...: tg ARGS fails with PATTERN in its error output
+    local pattern=$1
+    shift
+    if "$tg" "$@" 2> "$dir/err.log"; then echo "FAIL: tg $* accepted"; exit 1; fi
+    grep -q -- "$pattern" "$dir/err.log" || { cat "$dir/err.log"; exit 1; }
+  }
+  TG_CLANG_DEVICES=2 refused "does not split evenly" train-mnist --steps 1 --batch 33 --devices CLANG:0,CLANG:1
+  refused "\[train-mnist\] --dtype takes float32 or float64, got 'int32'" train-mnist --steps 1 --dtype int32
+  refused "\[train-mnist\] --dtype applies to one process only" train-mnist --dist mpi --dtype float64
 else
   echo "--- float32, 20 steps of batch 32"
   compare float32 20 32 5 1e-5
