@@ -3,7 +3,7 @@
 # after every step (tg stops with an error otherwise), evaluated and saved by rank 0 alone, reloading with
 # the accuracy it reported; the same run with --overlap off (every all-reduce started after the whole
 # backward) ends with the same state hash; bad flags; a build without the MPI backend says so at start.
-# accuracy (suite slow): against one process with the same global batch, steps and seed, the test
+# accuracy: against one process with the same global batch, steps and seed, the test
 # accuracy on all 10000 test images is within 0.3 points.
 set -euo pipefail
 mpirun=$1 tg=$2 mode=$3
