@@ -26,8 +26,7 @@ constexpr Command kCommands[] = {
     {"env", "list the environment variables tinygrad.cpp reads, with their values", "", tg::cli::env},
     {"demo", "follow one small computation through schedule, generated source and result", "", tg::cli::demo},
     {"train-mnist",
-     "train the Fashion-MNIST CNN (--steps --batch --lr --seed --out --data --eval --devices --losses "
-     "--dtype "
+     "train the Fashion-MNIST CNN (--steps --batch --lr --seed --out --data --eval --devices --losses --dtype "
      "--dist --overlap)",
      "[--steps 1000] [--batch 128] [--lr 0.003] [--seed 42] [--out fashion_mnist_cnn.safetensors] "
      "[--data DIR] [--eval N] [--devices CLANG:0,CLANG:1] [--losses FILE] [--dtype float32|float64] "

@@ -192,8 +192,11 @@ int train_mnist(Args args) {
   // One step under the JIT: from the third step on its kernels are replayed (no scheduling or compiling).
   // The lr tensor the schedule writes and every parameter and moment stay bound to the captured kernels.
   Jit train_step = jit([&](std::span<const Tensor> in) -> std::vector<Tensor> {
-    Tensor x = devices.empty() ? in[0].cast(dtype) : in[0].cast(dtype).shard(devices, 0),
-           y = devices.empty() ? in[1] : in[1].shard(devices, 0);
+    Tensor x = in[0].cast(dtype), y = in[1];
+    if (!devices.empty()) {
+      x = x.shard(devices, 0);
+      y = y.shard(devices, 0);
+    }
     Tensor loss = nn::cross_entropy((*model)(x), y);
     opt.zero_grad();
     loss.backward();
