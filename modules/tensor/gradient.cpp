@@ -41,6 +41,10 @@ UOpRef k(GradientCtx& c, const UOpRef& like, double v, const UOp* on = nullptr) 
   return expand_to(mv(Ops::RESHAPE, u, Shape(s.size(), 1)), s);
 }
 UOpRef neg(const UOpRef& x) { return x->alu(Ops::NEG); }
+// The gradient of a value the forward stored, stored too (a tensor's contiguous(), a realized view).
+UOpRef stored(const UOpRef& g) {
+  return g->op() == Ops::CONTIGUOUS ? g : UOp::make(Ops::CONTIGUOUS, g->dtype(), {g});
+}
 UOpRef copy_to(const UOpRef& x, const std::string& d) {
   return UOp::make(Ops::COPY, x->dtype(), {x, device_node(d)});
 }
@@ -214,7 +218,7 @@ const GradRule kRules[] = {
     {UPat(Ops::SHRINK), TG_GRAD(mv(Ops::PAD, g, pad_of_shrink(r)))},
     {UPat(Ops::FLIP), TG_GRAD(mv(Ops::FLIP, g, r.arg()))},
     // ---- graph ----
-    {UPat(Ops::CONTIGUOUS), TG_GRAD(g)},
+    {UPat(Ops::CONTIGUOUS), TG_GRAD(stored(g))},
     {UPat(Ops::COPY), TG_GRAD(copy_to(g, device_of(c, r.src(0).get())), UOpRef())},          // copy back
     {UPat(Ops::MULTI), multi_grad},
 };
@@ -302,7 +306,10 @@ std::unordered_map<UOpRef, UOpRef> compute_gradient(const UOpRef& root, const UO
     auto g = grads.find(u->ref());
     if (g == grads.end()) continue;
     if (auto k = kept.find(u); k != kept.end()) {
-      add(k->second, g->second);  // the view holds its graph's values
+      // the view holds its graph's values; its gradient is stored as the view was, so a graph that reads it
+      // in several layouts (each step of a loop) reads the stored values instead of recomputing the steps
+      // after it once per layout, which grows exponentially with the steps
+      add(k->second, stored(g->second));
       continue;
     }
     if (const CustomGrad* cg = custom_of(u)) {

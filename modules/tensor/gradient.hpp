@@ -49,8 +49,8 @@ std::vector<const UOp*> gradient_toposort(const UOpRef& root, const KeptGraphs& 
 
 // Gradients of root, seeded with root_grad (same shape and dtype), of every node on a path from root to
 // a target; DETACH and ASSIGN stop the flow. A target root does not depend on gets no entry. A kept view
-// passes its gradient to its graph, and the targets' gradients read the view where they would recompute
-// its graph.
+// passes its gradient, stored, to its graph, and the targets' gradients read the view where they would
+// recompute its graph.
 std::unordered_map<UOpRef, UOpRef> compute_gradient(const UOpRef& root, const UOpRef& root_grad,
                                                     const std::vector<UOpRef>& targets,
                                                     const KeptGraphs& kept = {});

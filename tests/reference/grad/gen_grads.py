@@ -260,6 +260,9 @@ case("max_unpool2d", [("n", [1, 2, 3, 3])],
      lambda x: F.max_unpool2d(x, torch.tensor(UNPOOL_IDX).expand(1, 2, 3, 3), 2) * torch.arange(6.0))
 case("svd_values", [("n", [5, 3])], lambda a: torch.linalg.svdvals(a) * torch.tensor([1.0, 2.0, 3.0]))
 case("qr", [("n", [5, 3])], lambda a: (lambda q, r: q.sum(0) * 2 + r.sum(1).sum() + (q * q).sum())(*torch.linalg.qr(a)))
+# many Jacobi sweeps: every rotation's stored matrix is read in three layouts, so its gradient must be stored
+# as well (a recomputed one grows threefold per rotation)
+case("svd_values_8x6", [("n", [8, 6])], lambda a: torch.linalg.svdvals(a) * torch.arange(1.0, 7.0))
 
 with open(sys.argv[1], "w") as f:
     json.dump(CASES, f)

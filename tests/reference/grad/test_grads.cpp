@@ -245,6 +245,7 @@ const std::map<std::string, Fn>& cases() {
          return t[0].max_unpool2d(i, 2) * Tensor::arange(6.0);
        }},
       {"svd_values", [](const V& t) { return std::get<1>(t[0].svd()) * f32({1, 2, 3}); }},
+      {"svd_values_8x6", [](const V& t) { return std::get<1>(t[0].svd()) * f32({1, 2, 3, 4, 5, 6}); }},
       {"qr",
        [](const V& t) {
          auto [q, r] = t[0].qr();
