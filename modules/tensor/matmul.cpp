@@ -4,11 +4,13 @@
 #include <cctype>
 #include <cstdint>
 #include <map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "base/error.hpp"
 #include "runtime/registry.hpp"
+#include "tensor/gradient.hpp"
 #include "tensor/internal.hpp"
 #include "tensor/multi.hpp"
 
@@ -73,8 +75,62 @@ Tensor detail::dot(const Tensor& x, const Tensor& w, std::optional<DType> dtype,
   return (x.reshape(xs) * wt).sum(-1, false, dtype).cast(out);
 }
 
+namespace {
+
+// Whether a matmul operand read `reuse` times per value is better computed once into memory: it does
+// arithmetic (a layernorm, a gelu, a gradient's product), which would otherwise run inside the matmul's
+// loop once per read and turn its broadcast loads into gathers, and it is no bigger than the largest value
+// it is computed from (buffers, reduces: a one-hot row of indices stays a recomputed compare).
+bool store_operand(const Tensor& t, int64_t reuse) {
+  if (reuse < 16 || is_symbolic(t.shape())) return false;
+  bool computes = false;
+  int64_t biggest = 0;
+  std::vector<const UOp*> stack{t.uop().get()};
+  std::unordered_set<const UOp*> seen;
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u).second) continue;
+    computes = computes || group::ALU.contains(u->op());
+    if (OpSet{Ops::BUFFER, Ops::REDUCE_AXIS, Ops::CONTIGUOUS, Ops::DETACH}.contains(u->op())) {
+      if (const Shape* s = u->shape()) biggest = std::max(biggest, prod(*s).max());
+      continue;
+    }
+    for (const UOpRef& s : u->src()) stack.push_back(s.get());
+  }
+  return computes && prod(t.shape()).max() <= biggest;
+}
+
+}  // namespace
+
 Tensor Tensor::dot(const Tensor& w, std::optional<DType> dtype) const {
-  return detail::dot(*this, w, dtype, true);
+  int dx = ndim(), dw = w.ndim();
+  if (dx < 2 || dw < 2 || is_symbolic(shape()) || is_symbolic(w.shape()))
+    return detail::dot(*this, w, dtype, true);
+  int64_t m = shape()[static_cast<size_t>(dx - 2)].max(), n = w.shape().back().max();
+  Tensor x = store_operand(*this, n) ? contiguous() : *this, wi = store_operand(w, m) ? w.contiguous() : w;
+  Tensor ret = detail::dot(x, wi, dtype, true);
+  // A matmul that needs gradients gets its own backward rule: dx = dy w^T and dw = x^T dy are matmuls of
+  // their own, with w and dy laid out by matmul_layout, instead of the derivative of the multiply-reduce,
+  // which reads w in the forward's layout and recomputes dy's arithmetic inside both loops.
+  auto batch = [](const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); };
+  if (!(requires_grad() || w.requires_grad()) || !ret.dtype().is_float() ||
+      !(dw == 2 || batch(*this) == batch(w)) || device().find(',') != std::string::npos)
+    return ret;
+  std::vector<UOpRef> inputs{x.uop(), wi.uop()};
+  std::string dev = device();
+  CustomBackward back = [=](const UOpRef& g) {
+    Tensor xv(inputs[0], dev), wv(inputs[1], dev), dy(g, dev);
+    int64_t k = xv.shape().back().max();
+    if (store_operand(dy, k)) dy = dy.contiguous();
+    Tensor gx = detail::dot(dy, wv.transpose(-1, -2), dtype, true);
+    // x^T copied row-major: a register tile's rows then each read one contiguous run along the reduce, where
+    // x itself would be read a few values per row, rows kilobytes apart
+    Tensor xt = (dw == 2 ? xv.reshape({-1, k}).transpose() : xv.transpose(-1, -2)).contiguous();
+    Tensor gw = detail::dot(xt, dw == 2 ? dy.reshape({-1, n}) : dy, dtype, true);
+    return std::vector<UOpRef>{gx.cast(xv.dtype()).uop(), gw.cast(wv.dtype()).uop()};
+  };
+  return detail::derive(custom_gradient(ret.uop(), inputs, std::move(back), "dot"), ret, {&ret});
 }
 
 Tensor Tensor::matmul(const Tensor& w, std::optional<DType> dtype) const { return dot(w, dtype); }

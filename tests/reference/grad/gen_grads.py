@@ -166,6 +166,11 @@ case("matmul", [("n", [3, 4]), ("n", [4, 5])], lambda a, b: a @ b)
 case("matmul_batched", [("n", [2, 3, 4]), ("n", [4, 5])], lambda a, b: a @ b)
 # big enough that a CPU device packs b into strips
 case("matmul_packed", [("n", [128, 128]), ("n", [128, 128])], lambda a, b: a @ b)
+# operands that compute (stored before the matmul) and a computed upstream gradient, through matmul's own
+# backward rule; batched with equal batch axes as attention's
+case("matmul_computed", [("n", [40, 24]), ("n", [24, 48])], lambda a, b: (a.tanh() @ (b * 2 + 1)).sin())
+case("matmul_batched_computed", [("n", [2, 20, 24]), ("n", [2, 24, 18])],
+     lambda a, b: (a.exp() @ b.transpose(1, 2).relu().transpose(1, 2)) * 0.5)
 case("dot_vectors", [("n", [6]), ("n", [6])], lambda a, b: a @ b)
 case("einsum_ij_jk", [("n", [3, 4]), ("n", [4, 5])], lambda a, b: torch.einsum("ij,jk->ik", a, b))
 case("einsum_batched", [("n", [2, 3, 4]), ("n", [2, 4, 5])], lambda a, b: torch.einsum("bij,bjk->bik", a, b))
