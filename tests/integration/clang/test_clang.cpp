@@ -250,6 +250,44 @@ BOOST_AUTO_TEST_CASE(vector_add) {
   }
 }
 
+// out[i] = a[i] * b[i] and a[i] > 0: with TG_CLANG_FTZ unset or 1, a product below float's normal range
+// (1.17549435e-38) is flushed to zero, while a subnormal input is still read exactly (no DAZ); with
+// TG_CLANG_FTZ=0 (the test clang_ftz_off) the subnormal product is IEEE's. The values are hand-derived:
+// 1e-30 * 1e-10 = 1e-40, subnormal; 2^-140 (subnormal) * 2^100 = 2^-40, exact.
+BOOST_AUTO_TEST_CASE(subnormal_results_flush_to_zero_unless_tg_clang_ftz_is_0) {
+  const char* env = std::getenv("TG_CLANG_FTZ");
+  bool ftz = env == nullptr || std::string(env) != "0";
+  const std::string src = R"(
+void mul(void* const* bufs, const long long* vals, int core_id) {
+  float* out = (float*)bufs[0];
+  float* pos = (float*)bufs[3];
+  const float* a = (const float*)bufs[1];
+  const float* b = (const float*)bufs[2];
+  for (long long i = 0; i < vals[0]; i++) out[i] = a[i] * b[i], pos[i] = a[i] > 0.0f ? 1.0f : 0.0f;
+}
+)";
+  for (Path p : paths()) {
+    BOOST_TEST_CONTEXT(name(p)) {
+      auto& dev = device(p);
+      auto prog = build(dev, "mul", src);
+      float tiny = std::ldexp(1.0f, -140);
+      Buffer<float> out(dev, std::vector<float>(2, -1.0f)), pos(dev, std::vector<float>(2, -1.0f)),
+          a(dev, std::vector<float>{1e-30f, tiny}), b(dev, std::vector<float>{1e-10f, std::ldexp(1.0f, 100)});
+      Handle bufs[] = {out.h, a.h, b.h, pos.h};
+      int64_t vals[] = {2};
+      BOOST_TEST_REQUIRE(prog->launch(bufs, vals, tasks(1), true, nullptr).ok());
+      auto got = out.read(), gpos = pos.read();
+      if (ftz)
+        BOOST_TEST(got[0] == 0.0f);
+      else
+        BOOST_TEST(got[0] == 1e-30f * 1e-10f);      // the host computes IEEE subnormals here
+      BOOST_TEST(got[1] == std::ldexp(1.0f, -40));  // a subnormal input is read exactly either way
+      BOOST_TEST(gpos[0] == 1.0f);
+      BOOST_TEST(gpos[1] == 1.0f);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(int_args_and_core_id_split_the_range) {
   const std::string src = R"(
 void split(void* const* bufs, const long long* vals, int core_id) {
