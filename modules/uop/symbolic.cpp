@@ -124,6 +124,36 @@ UOpRef max_by_range(M& m) {
 UOpRef where_and(M& m) { return (m["a"] & m["b"])->where(m["c"], m["d"]); }
 UOpRef where_or(M& m) { return (m["a"] | m["b"])->where(m["c"], m["d"]); }
 UOpRef where_not(M& m) { return m["x"]->where(m["b"], m["a"]); }
+// (0<y) ? c : 0 -> y*c for an integer y that is 0 or 1: a padded constant's mask becomes arithmetic, so
+// arange's bit terms, (0<(i//2))?2:0 + (0<i%2)?1:0, recombine to i.
+UOpRef where_bit(M& m) {
+  const UOpRef &y = m["y"], &c = m["c"], &r = m.root();
+  if (ival(m["z"]) != 0 || ival(m["zz"]) != 0 || !scalar_int(y) || !scalar_int(r)) return {};
+  IntRange yr = int_range(*y);
+  if (!yr.exact || yr.lo < 0 || yr.hi > 1) return {};
+  return y->dtype() == r->dtype() ? y * c : y->cast(r->dtype()) * c;
+}
+// int(a) + int(b) -> int(a+b) and int(a)*c -> int(a*c) when no value wraps in either type, so index math
+// that became a tensor's value (arange) simplifies as one sum.
+bool exact_in(const UOpRef& x, DType to) {
+  IntRange r = int_range(*x);
+  return r.exact && r.lo >= dtype_lo(to) && r.hi <= dtype_hi(to) && r.lo >= dtype_lo(x->dtype()) &&
+         r.hi <= dtype_hi(x->dtype());
+}
+UOpRef add_casts(M& m) {
+  const UOpRef &a = m["a"], &b = m["b"], &r = m.root();
+  if (a->dtype() != b->dtype() || !scalar_int(a) || !scalar_int(r)) return {};
+  UOpRef sum = a + b;
+  return exact_in(a, r->dtype()) && exact_in(b, r->dtype()) && exact_in(sum, r->dtype())
+             ? sum->cast(r->dtype())
+             : UOpRef{};
+}
+UOpRef mul_cast(M& m) {
+  const UOpRef &a = m["a"], &r = m.root();
+  if (!scalar_int(a) || !scalar_int(r)) return {};
+  UOpRef prod = a * int_const(a->dtype(), ival(m["c1"]));
+  return exact_in(a, r->dtype()) && exact_in(prod, r->dtype()) ? prod->cast(r->dtype()) : UOpRef{};
+}
 UOpRef bitcast_bitcast(M& m) { return m["x"]->bitcast(m.root()->dtype()); }
 UOpRef cmplt(M& m) { return scalar_int(m["x"]) ? fold_cmplt(m["x"], m["y"]) : UOpRef{}; }
 
@@ -259,6 +289,9 @@ const PatternMatcher& symbolic() {
       {UPat(logic, {}, std::vector<UPat>{inner, c2}), assoc_const},         // (x&c1)&c2 -> x&(c1&c2)
       // ** where **
       {xb.ne(t).where(UPat::var("a"), UPat::var("b")), where_not},          // !c?a:b -> c?b:a
+      {UPat::cvar("z").lt(y).where(UPat::cvar("c"), UPat::cvar("zz")), where_bit},  // (0<y)?c:0 -> y*c
+      {UPat::var("a").cast() + UPat::var("b").cast(), add_casts},         // int(a)+int(b) -> int(a+b)
+      {UPat::var("a").cast() * c1, mul_cast},                               // int(a)*c -> int(a*c)
       {UPat(group::Binary, {}, std::vector<UPat>{wt, wtt}), where_merge},   // (c?t:f)+(c?u:g) -> c?t+u:f+g
     };
     // clang-format on

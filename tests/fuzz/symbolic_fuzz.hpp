@@ -288,6 +288,10 @@ class Generator {
       case 12:
         return sub() - sub();
       case 13: {
+        if (pick(0, 3) == 0)  // a padded constant's mask on a bit: (0<y)?c:0
+          return UOp::const_(d_, int64_t{0})
+              ->lt(sub()->alu(Ops::AND, UOp::const_(d_, int64_t{1})))
+              ->where(cnst(-8, 8), UOp::const_(d_, int64_t{0}));
         static constexpr Ops kCmp[] = {Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ};
         UOpRef c = sub()->alu(kCmp[pick(0, 2)], pick(0, 1) ? sub() : cnst(-8, 12));
         return pick(0, 2) ? c->where(sub(), sub()) : c->cast(d_);

@@ -88,6 +88,28 @@ BOOST_AUTO_TEST_CASE(casts) {
   CHECK_SIMPLIFIES(UOp::make(Ops::CAST, dtypes::int32, {w}), w);
 }
 
+// arange is a sum of padded constants, one a bit: (0<(i//4)%2)?4:0 + (0<(i//2)%2)?2:0 + (0<i%2)?1:0 in
+// int32 over an index i. It must come back as int(i): kernels compare it, and on CUDA 13 ptxas turned
+// that sum's != 0 into != 3 (sort on CUDA ranked every row's first element one too far).
+BOOST_AUTO_TEST_CASE(arange_bits_recombine_to_the_index) {
+  UOpRef i = var("i", 0, 7);
+  auto bit = [](const UOpRef& y, int64_t c) {
+    return num(0)->lt(y)->where(num(c, dtypes::int32), num(0, dtypes::int32));
+  };
+  CHECK_SIMPLIFIES(bit(i / 4, 4) + bit((i / 2) % 2, 2) + bit(i % 2, 1), i->cast(dtypes::int32));
+  CHECK_SIMPLIFIES(bit(i % 2, 5), ((i % 2) * 5)->cast(dtypes::int32));
+  UOpRef y = var("y", 0, 2);  // 2 is not a bit: (0<2)?5:0 is 5, not 10
+  CHECK_SIMPLIFIES(bit(y, 5), bit(y, 5));
+  // casts merge only when neither side nor the result wraps
+  UOpRef a = var("a", 0, 100, dtypes::int32), b = var("b", 0, 100, dtypes::int32);
+  CHECK_SIMPLIFIES(a->cast(dtypes::int64) + b->cast(dtypes::int64), (a + b)->cast(dtypes::int64));
+  CHECK_SIMPLIFIES(a->cast(dtypes::int64) * 3, (a * 3)->cast(dtypes::int64));
+  UOpRef wide = a->cast(dtypes::int8) + b->cast(dtypes::int8);  // 100 + 100 wraps in int8
+  CHECK_SIMPLIFIES(wide, wide);
+  UOpRef big = var("g", 0, 2000000000, dtypes::int32);
+  CHECK_SIMPLIFIES(big->cast(dtypes::int64) * 4, big->cast(dtypes::int64) * 4);  // 8e9 wraps in int32
+}
+
 BOOST_AUTO_TEST_CASE(canonical_order_and_like_terms) {
   UOpRef x = var("x", 0, 10), y = var("y", 0, 10), z = var("z", 0, 10);
   CHECK_SIMPLIFIES(y + x, x + y);
