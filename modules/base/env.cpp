@@ -33,6 +33,10 @@ constexpr std::array kVars = {
         "SCHEDULE_CACHE", "16",
         "how many graphs' schedules are remembered (the same graph again is not scheduled again); 0 = off",
         true},
+    VarInfo{
+        "TG_BUILD_THREADS", "0",
+        "threads that lower and compile a realize's new kernels, the realizing one included; 0 = one a core",
+        true},
     VarInfo{"CONV_IM2COL", "16777216",
             "largest conv window matrix (elements) kept in memory so conv and its gradients run as matmuls; "
             "0 = never",
@@ -47,12 +51,14 @@ constexpr std::array kVars = {
         "hip_mfma / hip_wmma the same for AMD's v_mfma_f32_16x16x16f16 (CDNA) / v_wmma_f32_16x16x16_f16 "
         "(RDNA3); metal = Metal's simdgroup 8x8 matrices (half in, float sums)"},
     VarInfo{"VIZ_PORT", "8000", "port of the VIZ viewer on 127.0.0.1"},
-    VarInfo{"VIZ_OUT", "", "with VIZ=1: write the trace to this file at exit instead of serving it (`tg viz FILE`)"},
+    VarInfo{"VIZ_OUT", "",
+            "with VIZ=1: write the trace to this file at exit instead of serving it (`tg viz FILE`)"},
     VarInfo{"TG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist",
             "folder with the Fashion-MNIST idx files"},
-    VarInfo{"TG_DIST_TIMEOUT", "300",
-            "seconds a collective of tg::dist waits for the other ranks before it fails and the job is aborted",
-            true},
+    VarInfo{
+        "TG_DIST_TIMEOUT", "300",
+        "seconds a collective of tg::dist waits for the other ranks before it fails and the job is aborted",
+        true},
 };
 
 // What plugins declared, in order (plugins are never unloaded, so the strings stay valid).
@@ -154,5 +160,6 @@ IntVar JIT{"JIT"};
 IntVar CACHELEVEL{"CACHELEVEL"};
 IntVar CONV_IM2COL{"CONV_IM2COL"};
 IntVar SCHEDULE_CACHE{"SCHEDULE_CACHE"};
+IntVar BUILD_THREADS{"TG_BUILD_THREADS"};
 
 }  // namespace tg::env

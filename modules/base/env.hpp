@@ -81,5 +81,6 @@ extern IntVar JIT;         // 0 = disable jit capture
 extern IntVar CACHELEVEL;  // 0 = no disk cache, 1 = cache compiled programs and BEAM results
 extern IntVar CONV_IM2COL; // largest conv window matrix (elements) built so conv is a matmul
 extern IntVar SCHEDULE_CACHE;  // graphs whose schedules are remembered (0 = off)
+extern IntVar BUILD_THREADS;   // threads building a realize's new kernels (0 = one a core)
 
 }  // namespace tg::env

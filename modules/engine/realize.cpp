@@ -396,8 +396,9 @@ std::shared_ptr<const CompiledKernel> compile_kernel(runtime::Device& dev, const
   return load_kernel(dev, build_kernel(dev, si, var_vals));
 }
 
-// Cold caches: the schedule's new kernels are lowered and compiled on a helper thread and the realizing
-// one, claimed in first-use order, while the kernels already built run: take(i) waits for item i's kernel
+// Cold caches: the schedule's new kernels are lowered and compiled on helper threads (one a core less the
+// realizing thread, at least one; TG_BUILD_THREADS counts both) and the realizing one, claimed in first-use
+// order, while the kernels already built run: take(i) waits for item i's kernel
 // and builds later ones meanwhile. It gives null for kernels left to run_kernel: those already loaded,
 // repeats of an earlier kernel (run_kernel counts them as memory hits) and any whose build failed
 // (run_kernel builds it again and reports the error in order). Off under BEAM (its timings need the
@@ -429,16 +430,21 @@ class AheadBuilder {
     }
     built_.resize(todo_.size());
     done_ = std::make_unique<std::atomic<bool>[]>(todo_.size());
-    helper_ = std::thread([this] {
-      while (build_next()) {
-      }
-      helper_times_ = realize_times;
-    });
+    int threads = env::BUILD_THREADS > 0
+                      ? env::BUILD_THREADS.value()
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    size_t helpers = std::clamp<size_t>(static_cast<size_t>(std::max(threads - 1, 1)), 1, todo_.size() - 1);
+    for (size_t h = 0; h < helpers; h++)
+      helpers_.emplace_back([this] {
+        while (build_next()) {
+        }
+        std::lock_guard lock(mu_);
+        helper_times_.lower += realize_times.lower, helper_times_.compile += realize_times.compile;
+      });
   }
   ~AheadBuilder() {
-    if (!helper_.joinable()) return;
-    next_.store(todo_.size());  // nothing more to claim: the helper ends after the build it is in
-    helper_.join();
+    next_.store(todo_.size());  // nothing more to claim: each helper ends after the build it is in
+    for (std::thread& t : helpers_) t.join();
     realize_times.lower += helper_times_.lower, realize_times.compile += helper_times_.compile;
   }
   AheadBuilder(const AheadBuilder&) = delete;
@@ -482,8 +488,8 @@ class AheadBuilder {
   std::atomic<size_t> next_{0};
   std::mutex mu_;
   std::condition_variable ready_;
-  std::thread helper_;
-  RealizeTimes helper_times_;
+  std::vector<std::thread> helpers_;
+  RealizeTimes helper_times_;  // summed over the helpers
 };
 
 // A kernel read from the lowered-kernel cache has no program to estimate from: its line has no rates.
