@@ -297,6 +297,9 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
   std::vector<Tensor> later = std::move(g_later);
   g_later.clear();
   tensors.insert(tensors.end(), later.begin(), later.end());
+  // Handles of one tensor share its storage; equal roots of distinct tensors get a buffer each.
+  std::unordered_set<const Impl*> seen;
+  std::erase_if(tensors, [&](const Tensor& t) { return !seen.insert(&t.impl()).second; });
   // a symbolic tensor's elements at its largest size decide whether it needs a kernel
   auto has_elements = [](const Tensor& t) { return t.numel().max() > 0; };
   std::vector<UOpRef> roots;
