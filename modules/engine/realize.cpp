@@ -567,6 +567,13 @@ void run_copy(const sched::ScheduleItem& si, Keep& keep) {
   keep.emplace(dst->id, dst), keep.emplace(src->id, src);
 }
 
+// A new buffer holding a copy of src's elements.
+RealizedBuffer copy_of(const UOpRef& src, Keep& keep) {
+  RealizedBuffer dst = make_buffer(buffer_device(*src), src->dtype(), src->arg_as<int64_t>(), {});
+  run_copy({UOp::make(Ops::COPY, src->dtype(), {src, src->src(1)}), {dst.buffer, src}}, keep);
+  return dst;
+}
+
 }  // namespace
 
 std::ostream& operator<<(std::ostream& os, const ScheduleItemView& si) {
@@ -650,6 +657,7 @@ UOpRef realized_buffer(const UOpRef& view) {
 
 std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
   std::vector<UOpRef> targets = realize_targets(roots);
+  int64_t first_new_id = sched::peek_unique_id();  // buffers with this id or above are made by this realize
   sched::BecomesMap becomes;
   sched::VarVals var_vals;
   Keep keep;
@@ -697,6 +705,7 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
 
   std::vector<RealizedBuffer> out;
   size_t next = 0;
+  std::unordered_set<const UOp*> computed;
   for (const UOpRef& r : roots) {
     if (already_realized(*r)) {
       out.push_back({whole_buffer(*r)->ref(), storage_of(*whole_buffer(*r))});
@@ -707,7 +716,10 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
     const UOp* value = it == becomes.end() ? nullptr : it->second.get();
     const UOp* buf = value ? whole_buffer(*value) : nullptr;
     if (buf != nullptr) {
-      out.push_back({buf->ref(), storage_of(*buf)});
+      // Equal graphs are one node, computed once: a repeat of a root gets a copy of the new buffer, as
+      // roots are distinct tensors (an assign to one must not show in the other).
+      bool repeat = !computed.insert(r.get()).second && buffer_id(*buf) >= first_new_id;
+      out.push_back(repeat ? copy_of(buf->ref(), keep) : RealizedBuffer{buf->ref(), storage_of(*buf)});
       continue;
     }
     // Folded constants (and anything else without a buffer) are small: evaluate them on the host.

@@ -74,6 +74,5 @@ UOpRef rangeify_kernel(const UOpRef& value, const UOpRef& out, const UOpRef& tar
 
 // ---- 4. the whole pipeline, without the schedule cache (cache.cpp) in front ----
 std::vector<ScheduleItem> schedule_uncached(const UOpRef& sink, BecomesMap& becomes, VarVals* var_vals);
-int64_t peek_unique_id();  // the id next_unique_id() hands out next: buffers made from here on are newer
 
 }  // namespace tg::sched

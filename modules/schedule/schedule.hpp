@@ -57,6 +57,7 @@ UOpRef becomes_view(const UOpRef& key, const UOpRef& value);
 // its largest value (SHRINK then RESHAPE); a buffer that holds only the bound count is reshaped as is.
 UOpRef buffer_view(const UOpRef& buffer, const Shape& shape);
 int64_t next_unique_id();
+int64_t peek_unique_id();  // the id next_unique_id() hands out next: buffers made from here on are newer
 UOpRef new_buffer(const UOpRef& device, int64_t numel, DType dtype);
 
 // Storage shared by lifetime, for any planner of buffers used from one step to another (schedule items,

@@ -68,7 +68,9 @@ HostView host_view(const UOpRef& buffer);
 // Computes every root (a tensor-graph UOp with a shape) and returns, per root, a buffer holding its
 // elements in row-major order (dtype = the root's dtype, numel = product of its shape). A root that is
 // already a contiguous view of a whole buffer (BUFFER or BUFFER.reshape) returns that buffer. ASSIGNs
-// in the graph write into their target's buffer. Throws a tg::Error for graphs it cannot run.
+// in the graph write into their target's buffer. A root computed here and given twice (equal graphs are one
+// node) is computed once; each repeat gets a copy in a buffer of its own. Throws a tg::Error for graphs it
+// cannot run.
 std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots);
 
 // A buffer's elements as a tensor of shape: what realize_uops' results become. A symbolic shape views the

@@ -294,9 +294,14 @@ void Tensor::realize_later(std::vector<Tensor> tensors) {
 }
 
 void Tensor::realize_all(std::vector<Tensor> tensors) {
-  std::vector<Tensor> later = std::move(g_later);
+  // The queue goes with this realize, also when it fails: queued again, failed work would fail every later
+  // realize. A tensor holding a dropped assign still runs it when read.
+  tensors.insert(tensors.end(), std::make_move_iterator(g_later.begin()),
+                 std::make_move_iterator(g_later.end()));
   g_later.clear();
-  tensors.insert(tensors.end(), later.begin(), later.end());
+  // Handles of one tensor share its storage; equal roots of distinct tensors get a buffer each.
+  std::unordered_set<const Impl*> seen;
+  std::erase_if(tensors, [&](const Tensor& t) { return !seen.insert(&t.impl()).second; });
   // a symbolic tensor's elements at its largest size decide whether it needs a kernel
   auto has_elements = [](const Tensor& t) { return t.numel().max() > 0; };
   std::vector<UOpRef> roots;
@@ -311,15 +316,8 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
       flat.insert(flat.end(), r->src().begin(), r->src().end());
     else
       flat.push_back(r);
-  std::vector<engine::RealizedBuffer> bufs;
-  try {
-    bufs = engine::realize_uops(flat);
-    ran_assigns().realized(roots);
-  } catch (...) {
-    // the side effects wait for the next realize, as if this one had not been asked for
-    g_later.insert(g_later.begin(), later.begin(), later.end());
-    throw;
-  }
+  std::vector<engine::RealizedBuffer> bufs = engine::realize_uops(flat);
+  ran_assigns().realized(roots);
   for (size_t i = 0, k = 0, r = 0; i < tensors.size(); i++) {
     Impl& im = tensors[i].impl();
     const Shape& shape = *im.uop->shape();

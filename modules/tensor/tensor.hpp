@@ -236,7 +236,7 @@ class Tensor {
   // Side effects (assigns) to realize with the next realize on this thread, in the same schedule as what it
   // realizes: a training forward's BatchNorm statistics are then computed from the activations the loss
   // computes anyway, not in a pass of their own. The scheduler still orders them before any assign in that
-  // schedule that overwrites what they read (an optimizer step).
+  // schedule that overwrites what they read (an optimizer step). A realize that throws drops them.
   static void realize_later(std::vector<Tensor> tensors);
   // Row-major values converted from dtype() as a C cast would. T: bool, (u)int8..64, float, double.
   template <typename T>

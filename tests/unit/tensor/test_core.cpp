@@ -356,6 +356,26 @@ BOOST_AUTO_TEST_CASE(an_assign_reached_by_another_realize_runs_once) {
   expect_exact<int32_t>(w, {10, 15});
 }
 
+// Distinct tensors are distinct storage (PyTorch), also when their lazy graphs are equal, and so one node,
+// and they are realized together: an assign to one leaves the other as it was.
+BOOST_AUTO_TEST_CASE(equal_graphs_realized_together_are_separate_buffers) {
+  Tensor a = Tensor::ones({3}).contiguous(), b = Tensor::ones({3}).contiguous();
+  BOOST_TEST((a.uop() == b.uop()));
+  Tensor::realize_all({a, b});
+  a.assign(a * 2);
+  a.realize();
+  expect_exact<float>(a, {2, 2, 2});
+  expect_exact<float>(b, {1, 1, 1});
+  b.assign(b + 5).realize();
+  expect_exact<float>(a, {2, 2, 2});
+  expect_exact<float>(b, {6, 6, 6});
+  // a handle of the same tensor is the same storage
+  Tensor c = Tensor::zeros({2}).contiguous(), alias = c;
+  Tensor::realize_all({c, alias});
+  c.assign(c + 1).realize();
+  expect_exact<float>(alias, {1, 1});
+}
+
 BOOST_AUTO_TEST_CASE(casts) {
   Tensor x = Tensor({1.0f, 0.1f, 65504.0f, 70000.0f});
   // nearest half values: 0.1 -> 0x2E66 = 0.0999755859375; 70000 overflows to inf
