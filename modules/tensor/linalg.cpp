@@ -89,9 +89,11 @@ std::tuple<Tensor, Tensor, Tensor> Tensor::svd() const {
   square.insert(square.end(), {q, q});
   Tensor v = eye(q, {}, w.dtype(), device()).expand(square).contiguous();
   double tol = w.dtype() == dtypes::float64 ? 1e-14 : 1e-6;
-  for (int sweep = 0; sweep < 30 && q > 1 && off_diagonal(w) > tol; sweep++)
+  for (int sweep = 0; sweep < 30 && q > 1 && off_diagonal(w) > tol; sweep++) {
     for (int64_t i = 0; i < q; i++)
       for (int64_t j = i + 1; j < q; j++) rotate(w, v, i, j);
+    Tensor::realize_later({v});  // stored by the next check with w, which it reads
+  }
   Tensor s = w.square().sum(-2).sqrt();  // (..., q)
   Tensor u = w / s.eq(0).where(1.0, s).unsqueeze(-2);
   // descending singular values, as LAPACK

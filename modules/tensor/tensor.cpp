@@ -286,6 +286,12 @@ RanAssigns& ran_assigns() {
   static RanAssigns* r = new RanAssigns();  // never destroyed: tensors may outlive static destruction
   return *r;
 }
+
+// The tensors contiguous() made, while they live. A realize whose graph computes one of them (a loop's
+// convergence check reads the matrix the loop updates) stores it for that tensor too, as the tensor's own
+// realize would: else its buffer is dropped, and every later realize computes all the steps again.
+std::mutex stored_mutex;
+std::vector<std::weak_ptr<void>> to_store;
 }  // namespace
 
 void Tensor::realize_later(std::vector<Tensor> tensors) {
@@ -304,6 +310,36 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
   std::erase_if(tensors, [&](const Tensor& t) { return !seen.insert(&t.impl()).second; });
   // a symbolic tensor's elements at its largest size decide whether it needs a kernel
   auto has_elements = [](const Tensor& t) { return t.numel().max() > 0; };
+  // the lazy tensors of to_store these tensors' graphs compute
+  auto computed_contiguous = [](const std::vector<Tensor>& asked_for) {
+    std::vector<std::shared_ptr<Impl>> lazy;
+    {
+      std::lock_guard lock(stored_mutex);
+      std::erase_if(to_store, [&](const std::weak_ptr<void>& w) {
+        auto im = std::static_pointer_cast<Impl>(w.lock());
+        if (!im || im->uop->op() != Ops::CONTIGUOUS) return true;  // gone, or realized or assigned since
+        lazy.push_back(std::move(im));
+        return false;
+      });
+    }
+    std::vector<Tensor> out;
+    if (lazy.empty()) return out;
+    std::vector<UOpRef> uops;
+    for (const Tensor& t : asked_for) uops.push_back(t.uop());
+    UOpRef sink = UOp::sink(uops);  // named: the order ends with it
+    std::unordered_set<const UOp*> computed;
+    for (const UOp* u : sink->toposort()) computed.insert(u);
+    for (const UOpRef& u : uops) computed.erase(u.get());  // a node asked for gets no second tensor
+    for (std::shared_ptr<Impl>& im : lazy) {
+      // over several devices a tensor is left to its own realize
+      if (im->device.find(',') != std::string::npos || !computed.erase(im->uop.get())) continue;
+      out.emplace_back().impl_ = std::move(im);
+    }
+    return out;
+  };
+  size_t asked = tensors.size();
+  for (Tensor& t : computed_contiguous(tensors))
+    if (has_elements(t)) tensors.push_back(std::move(t));
   std::vector<UOpRef> roots;
   for (const Tensor& t : tensors)
     if (has_elements(t)) roots.push_back(ran_assigns().resolve(t.uop()));
@@ -336,6 +372,11 @@ void Tensor::realize_all(std::vector<Tensor> tensors) {
     // a tensor without elements needs no kernel, only an empty buffer
     engine::RealizedBuffer rb =
         has_elements(tensors[i]) ? bufs[k++] : engine::buffer_empty(im.device, im.uop->dtype(), 0);
+    // a stored contiguous() whose buffer a tensor asked for also has (a view of it) stays lazy: tensors
+    // never share a buffer, or an assign to one would change the other
+    if (i >= asked && std::any_of(bufs.begin(), bufs.begin() + static_cast<ptrdiff_t>(k - 1),
+                                  [&](const engine::RealizedBuffer& b) { return b.buffer == rb.buffer; }))
+      continue;
     im.replace_uop(Autograd::realized(im, engine::realized_view(rb.buffer, shape)), {rb.hold});
   }
 }
@@ -436,7 +477,10 @@ Tensor Tensor::contiguous() const {
   if (op == Ops::CONTIGUOUS || op == Ops::BUFFER ||
       (op == Ops::RESHAPE && uop()->src(0)->op() == Ops::BUFFER))
     return *this;
-  return detail::derive(UOp::make(Ops::CONTIGUOUS, dtype(), {uop()}), *this, {this});
+  Tensor out = detail::derive(UOp::make(Ops::CONTIGUOUS, dtype(), {uop()}), *this, {this});
+  std::lock_guard lock(stored_mutex);
+  to_store.push_back(out.impl_);
+  return out;
 }
 
 Tensor Tensor::to(std::string_view device) const {

@@ -5,6 +5,7 @@
 #include "helpers.hpp"
 #include "runtime/device.hpp"
 #include "runtime/registry.hpp"
+#include "runtime/stats.hpp"
 #include "tensor/realize.hpp"
 
 using namespace tg;
@@ -247,11 +248,14 @@ BOOST_AUTO_TEST_CASE(intermediates_are_released_after_their_last_use) {
 BOOST_AUTO_TEST_CASE(intermediates_of_other_sizes_share_storage) {
   // a (2 MiB) -> b (1 MiB) -> c (1 MiB) -> y. c is written after b read a, so c lives in a's memory: three
   // buffers' worth taken from the device, where an allocation per size (a, b, c; y reusing b's) took four.
+  // a and b are gone before the realize: a tensor still held keeps its buffer (see below)
   const int64_t n = int64_t{1} << 18;
   Tensor x = Tensor::arange(n).cast(dtypes::float32).realize();
-  Tensor a = x.pad({{0, n}}).contiguous();
-  Tensor b = (a.shrink({{0, n}}) + a.shrink({{n, 2 * n}}) + 1).contiguous();
-  Tensor y = (b * 2).contiguous() + 1;
+  Tensor y = [&] {
+    Tensor a = x.pad({{0, n}}).contiguous();
+    Tensor b = (a.shrink({{0, n}}) + a.shrink({{n, 2 * n}}) + 1).contiguous();
+    return (b * 2).contiguous() + 1;
+  }();
   runtime::LruAllocator& alloc = tg::runtime::device(x.device()).allocator();
   alloc.flush();
   size_t before = alloc.in_use_bytes();
@@ -260,6 +264,31 @@ BOOST_AUTO_TEST_CASE(intermediates_of_other_sizes_share_storage) {
   std::vector<float> got = y.to_vector<float>();
   BOOST_TEST(got.front() == 3.0f);                                    // (0 + 0 + 1) * 2 + 1
   BOOST_TEST(got.back() == static_cast<float>((n - 1 + 1) * 2 + 1));  // ((n-1) + 0 + 1) * 2 + 1
+}
+
+// A loop that stores its state and realizes only a value read from it (a convergence check): the state is
+// stored for its tensor too, so each check runs the new step alone. Before, it ran every step again.
+BOOST_AUTO_TEST_CASE(a_realize_stores_the_contiguous_tensors_it_computes) {
+  for (bool grad : {false, true}) {
+    Tensor x = Tensor(std::vector<float>{1, 2, 3, 4});
+    if (grad) x.requires_grad_();
+    Tensor y = x;
+    uint64_t first = 0;
+    for (int i = 0; i < 4; i++) {
+      y = (y * 2 + 1).contiguous();
+      uint64_t before = runtime::runtime_stats().launched;
+      float total = y.sum().item<float>();
+      uint64_t launched = runtime::runtime_stats().launched - before;
+      if (i == 0) first = launched;
+      BOOST_TEST(launched == first);
+      BOOST_TEST(y.schedule().empty());
+      BOOST_TEST(total == std::ldexp(14.0f, i + 1) - 4);  // y = 2^(i+1) (x + 1) - 1, and sum(x + 1) = 14
+    }
+    if (grad) {
+      y.sum().backward();
+      expect_exact<float>(x.grad(), {16, 16, 16, 16});  // dy/dx = 2^4
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_stored_value_is_read_by_its_other_uses) {
