@@ -585,7 +585,10 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, Sizes stride, Padd
     }
     return out;
   };
-  return detail::derive(custom_gradient(ret.uop(), inputs, std::move(back), name), ret, {&ret});
+  std::string key = fmt::format("{} {} {} {} {} {}", dev, fmt::join(s, ","), fmt::join(d, ","), groups,
+                                bias.defined(), cols_uop != nullptr);
+  for (const auto& [lo, hi] : pads) key += fmt::format(" {}:{}", lo, hi);
+  return detail::derive(custom_gradient(ret.uop(), inputs, std::move(back), name, key), ret, {&ret});
 }
 
 Tensor Tensor::conv2d(const Tensor& weight, const Tensor& bias, Sizes stride, Padding padding, Sizes dilation,

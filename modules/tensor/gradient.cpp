@@ -236,9 +236,21 @@ const PatternMatcher& pm_gradient() {
   return pm;
 }
 
+uint64_t CustomGrad::hash() const {
+  uint64_t h = std::hash<std::string>{}(name + '\n' + key);
+  for (const UOpRef& u : inputs) h = h * 1000003 ^ std::hash<const void*>{}(u.get());
+  return h;
+}
+
+bool CustomGrad::equals(const OpaqueArg& o) const {
+  const auto* c = dynamic_cast<const CustomGrad*>(&o);
+  return c != nullptr && c->name == name && c->key == key && c->inputs == inputs;
+}
+
 UOpRef custom_gradient(const UOpRef& forward, std::vector<UOpRef> inputs, CustomBackward backward,
-                       std::string name) {
-  auto arg = std::make_shared<const CustomGrad>(std::move(name), std::move(inputs), std::move(backward));
+                       std::string name, std::string key) {
+  auto arg = std::make_shared<const CustomGrad>(std::move(name), std::move(key), std::move(inputs),
+                                                std::move(backward));
   return UOp::make(Ops::DETACH, forward->dtype(), {forward}, OpaquePtr(arg));
 }
 

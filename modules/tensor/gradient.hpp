@@ -27,19 +27,22 @@ const PatternMatcher& pm_gradient();
 // forward, and gives its results to inputs (one gradient per input, a null ref for none; every input
 // must be in forward's graph, so the walk reaches it after the node). Use it when
 // the derived gradient of a composite op would be slow (conv: dx and dw are convs of their own).
+// Two nodes with the same forward, inputs, name and key are one node: `key` must name every parameter
+// backward depends on beyond those (conv's stride and padding), so a step that builds its graph again gets
+// the same graph again, and the schedule cache finds it.
 using CustomBackward = std::function<std::vector<UOpRef>(const UOpRef& grad)>;
 struct CustomGrad final : OpaqueArg {
-  std::string name;
+  std::string name, key;
   std::vector<UOpRef> inputs;
   CustomBackward backward;
-  CustomGrad(std::string n, std::vector<UOpRef> in, CustomBackward b)
-      : name(std::move(n)), inputs(std::move(in)), backward(std::move(b)) {}
-  uint64_t hash() const override { return std::hash<const void*>{}(this); }
-  bool equals(const OpaqueArg& o) const override { return this == &o; }  // each node is its own function
+  CustomGrad(std::string n, std::string k, std::vector<UOpRef> in, CustomBackward b)
+      : name(std::move(n)), key(std::move(k)), inputs(std::move(in)), backward(std::move(b)) {}
+  uint64_t hash() const override;
+  bool equals(const OpaqueArg& o) const override;
   std::string str() const override { return "custom_grad:" + name; }
 };
 UOpRef custom_gradient(const UOpRef& forward, std::vector<UOpRef> inputs, CustomBackward backward,
-                       std::string name);
+                       std::string name, std::string key = "");
 
 // Realized views (RESHAPE(BUFFER)) and the graphs they were computed by: the walk goes on through them.
 using KeptGraphs = std::unordered_map<const UOp*, UOpRef>;

@@ -130,7 +130,8 @@ Tensor Tensor::dot(const Tensor& w, std::optional<DType> dtype) const {
     Tensor gw = detail::dot(xt, dw == 2 ? dy.reshape({-1, n}) : dy, dtype, true);
     return std::vector<UOpRef>{gx.cast(xv.dtype()).uop(), gw.cast(wv.dtype()).uop()};
   };
-  return detail::derive(custom_gradient(ret.uop(), inputs, std::move(back), "dot"), ret, {&ret});
+  std::string key = fmt::format("{} {}", dtype ? dtype->name() : "default", dev);
+  return detail::derive(custom_gradient(ret.uop(), inputs, std::move(back), "dot", key), ret, {&ret});
 }
 
 Tensor Tensor::matmul(const Tensor& w, std::optional<DType> dtype) const { return dot(w, dtype); }
