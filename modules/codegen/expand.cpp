@@ -25,12 +25,20 @@ struct Lanes {
 };
 
 // Element types a lane group can load, store and convert as one vector: ints and float32/float64 (no bool or
-// half: C has no vectors of them here). Arithmetic is vectorized for float32 and float64 only.
+// half: C has no vectors of them here). Arithmetic is vectorized for float32 and float64; on ints, the ops
+// whose C vector form wraps as the scalar one's cast does (unpacking quantized weights: shifts and masks).
 bool arith_dtype(DType d) {
   return d.count() == 1 && !d.is_ptr() && (d.scalar() == Scalar::FLOAT32 || d.scalar() == Scalar::FLOAT64);
 }
 bool memory_dtype(DType d) {
   return arith_dtype(d) || (d.count() == 1 && !d.is_ptr() && d.is_int() && d.scalar() != Scalar::INDEX);
+}
+bool int_arith(const UOp* u) {
+  static const OpSet kIntOps{Ops::ADD, Ops::MUL, Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR};
+  if (!kIntOps.contains(u->op()) || !memory_dtype(u->dtype()) || arith_dtype(u->dtype())) return false;
+  for (const UOpRef& s : u->src())
+    if (s->dtype() != u->dtype()) return false;
+  return true;
 }
 
 class Chunk {
@@ -155,12 +163,12 @@ class Chunk {
     return UOp::make(Ops::AFTER, u->dtype(), std::move(src), u->arg());
   }
 
-  // Float arithmetic and conversions: the same op on vectors, operands packed where they are lanes. Always
+  // Float and int arithmetic and conversions: the same op on vectors, operands packed where they are lanes. Always
   // vectors, so a product and the sum it feeds stay side by side and still fuse into one fma.
   UOpRef vector_alu(const UOp* u) {
     static const OpSet kOps{Ops::ADD, Ops::MUL, Ops::NEG, Ops::FDIV, Ops::RECIPROCAL, Ops::MULACC};
     bool cast = u->op() == Ops::CAST && memory_dtype(u->dtype()) && memory_dtype(u->src(0)->dtype());
-    if (!cast && !(kOps.contains(u->op()) && arith_dtype(u->dtype()))) return nullptr;
+    if (!cast && !(kOps.contains(u->op()) && arith_dtype(u->dtype())) && !int_arith(u)) return nullptr;
     std::vector<UOpRef> src;
     for (const UOpRef& s : u->src()) src.push_back(as_vector(get(s.get()), s->dtype()));
     return UOp::make(u->op(), u->dtype().vec(static_cast<int>(w_)), std::move(src), u->arg());

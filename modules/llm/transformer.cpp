@@ -146,10 +146,16 @@ Transformer::Transformer(nn::GGUFFile file, const LoadOptions& opts)
       l.q_norm = want(b + "attn_q_norm.weight", {hd});
       l.k_norm = want(b + "attn_k_norm.weight", {hd});
     }
+    std::vector<Tensor> todo;
+    for (Weight* w : {&l.q, &l.k, &l.v, &l.qkv, &l.o, &l.gate, &l.up, &l.down})
+      if (w->defined())
+        for (Tensor& t : w->pack()) todo.push_back(t);
+    Tensor::realize_all(todo);
     l.cache_k = Tensor::zeros({max_context_, c.kv_heads, hd}, dtypes::float16, device_).contiguous().realize();
     l.cache_v = Tensor::zeros({max_context_, c.kv_heads, hd}, dtypes::float16, device_).contiguous().realize();
     layers_.push_back(std::move(l));
   }
+  Tensor::realize_all(output_.pack());
   if (!c.learned_positions) {  // RoPE tables: angle(p, i) = p / scale * base^(-2i/hd) / freq_factor[i]
     std::vector<float> freq_factor(static_cast<size_t>(hd / 2), 1.0f);
     if (file_.tensors.count("rope_freqs.weight")) {
@@ -286,8 +292,13 @@ Tensor Transformer::forward(const Tensor& rows, const sint& start, bool last_onl
 }
 
 int64_t Transformer::weight_bytes() const {
-  int64_t total = 0;
-  for (const auto& [name, t] : file_.tensors) total += static_cast<int64_t>(t.numel()) * t.dtype().itemsize();
+  int64_t total = embd_.nbytes() + pos_embd_.nbytes() + out_norm_.nbytes() + out_norm_b_.nbytes();
+  total += output_.nbytes();  // packed apart from the embedding rows, even when tied
+  for (const Layer& l : layers_)
+    for (const Weight* w : {&l.attn_norm, &l.attn_norm_b, &l.q, &l.k, &l.v, &l.qkv, &l.o, &l.q_bias, &l.k_bias,
+                            &l.v_bias, &l.qkv_bias, &l.o_bias, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.ffn_norm_b,
+                            &l.gate, &l.up, &l.down, &l.up_bias, &l.down_bias})
+      total += w->nbytes();
   return total;
 }
 
