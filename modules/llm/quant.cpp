@@ -209,6 +209,9 @@ Tensor Weight::dequantize() const {
 // The outputs a strip holds: on a CPU the matmul's register tile is two vectors of outputs wide, and with
 // the strip as wide the loop over the inputs reads one contiguous run of the weight instead of a row-sized
 // stride that lands on another page every few steps (as tensor/matmul.cpp's matmul_layout does for floats).
+// From this many rows on, linear() dequantizes the weight into memory first.
+constexpr int64_t kDequantizeRows = 16;
+
 int64_t strip_width(const std::string& device, int64_t out) {
   const sdk::RendererCaps& caps = runtime::device(device).caps();
   bool cpu = !caps.has_local && caps.has_threads && caps.max_vector_width >= 4;
@@ -239,7 +242,7 @@ std::vector<Tensor> Weight::pack() {
   return packed;
 }
 
-Tensor Weight::dequantize_t() const {
+Tensor Weight::dequantize_t(bool store) const {
   if (packed.empty()) throw ValueError("linear", fmt::format("the {} weight is not packed", shape_str(shape)));
   Tensor w;  // (strips, in, s)
   if (quantized()) {
@@ -250,6 +253,8 @@ Tensor Weight::dequantize_t() const {
   } else {
     w = packed[0].cast(dtypes::float32).reshape({packed[0].shape(0), shape[1], packed[0].shape(-1)});
   }
+  // stored in strips, the layout the CPU matmul packs its weight into, so it finds it packed already
+  if (store) w = w.contiguous();
   return w.permute({1, 0, 2}).reshape({shape[1], shape[0]});
 }
 
@@ -259,8 +264,14 @@ Tensor Weight::linear(const Tensor& x, const Tensor& bias) const {
                                            shape_str(x.shape())));
   if (packed.empty()) throw ValueError("linear", fmt::format("the {} weight is not packed", shape_str(shape)));
   Shape lead(x.shape().begin(), x.shape().end() - 1);
+  sint rows = 1;
+  for (const sint& d : lead) rows *= d;
   Tensor y;
-  if (quantized()) {
+  if (rows.is_number() && static_cast<int64_t>(rows) >= kDequantizeRows) {
+    // many rows (a prefill chunk): each weight is read by every row, so it is dequantized once into
+    // float32 and the product is the matmul's own (tiled, packed), not the dequantization per row
+    y = x.matmul(dequantize_t(true));
+  } else if (quantized()) {
     // y = sum over sub-blocks of a * (q . x) + c * sum(x): the scales multiply once a sub-block, not once a
     // weight, and the inner product runs over the small integers alone
     Affine f = block_type(type).packed(packed);

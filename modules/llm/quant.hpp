@@ -33,7 +33,8 @@ struct Weight {
   // Splits a 2-d weight into its transposed fields and realizes them; data is dropped (tensors still
   // holding it keep it). Returns the tensors to realize, to pack many weights in one realize.
   std::vector<Tensor> pack();
-  Tensor dequantize_t() const;  // float32 (in, out), lazy, from the packed fields
+  // float32 (in, out) from the packed fields: lazy, or with store computed into memory (in strips).
+  Tensor dequantize_t(bool store = false) const;
   // x @ W^T (+ bias), float32; the dequantization runs inside the product's kernel. Needs pack().
   Tensor linear(const Tensor& x, const Tensor& bias = Tensor()) const;
   int64_t nbytes() const;  // what the weight takes in memory (its packed fields once packed)

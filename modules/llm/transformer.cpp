@@ -227,10 +227,11 @@ Tensor Transformer::rope(const Tensor& x, const sint& start, int64_t t) const {
 Tensor Transformer::attention(Layer& l, const Tensor& x, const sint& start, int64_t t) {
   const TransformerConfig& c = cfg_;
   int64_t hd = c.head_dim, kvh = c.kv_heads, g = c.heads / c.kv_heads;
-  auto heads_of = [&](const Tensor& y, int64_t n) { return y.reshape({t, n, hd}); };
+  // stored before RoPE and the norms read them: fused, each output pair would recompute its product
+  auto heads_of = [&](const Tensor& y, int64_t n) { return y.contiguous().reshape({t, n, hd}); };
   Tensor q, k, v;
   if (c.layernorm) {
-    Tensor qkv = l.qkv.linear(x, l.qkv_bias.data);
+    Tensor qkv = l.qkv.linear(x, l.qkv_bias.data).contiguous();
     q = heads_of(qkv.shrink({{0, t}, {0, c.heads * hd}}), c.heads);
     k = heads_of(qkv.shrink({{0, t}, {c.heads * hd, (c.heads + kvh) * hd}}), kvh);
     v = heads_of(qkv.shrink({{0, t}, {(c.heads + kvh) * hd, (c.heads + 2 * kvh) * hd}}), kvh);
@@ -264,7 +265,7 @@ Tensor Transformer::attention(Layer& l, const Tensor& x, const sint& start, int6
     Tensor seen = positions_.shrink({{0, n}}).reshape({1, n}) <= here;
     scores = seen.where(scores, -INFINITY);
   }
-  Tensor p = scores.softmax(-1);
+  Tensor p = scores.softmax(-1).contiguous();  // else the product recomputes it for every value column
   Tensor out = (p.unsqueeze(-1) * vals.reshape({kvh, 1, 1, n, hd})).sum(-2);  // (kv, g, t, hd)
   return l.o.linear(out.permute({2, 0, 1, 3}).reshape({t, c.heads * hd}), l.o_bias.data);
 }
