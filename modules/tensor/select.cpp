@@ -99,7 +99,9 @@ Tensor Tensor::scatter_reduce(int dim, const Tensor& index, const Tensor& src, s
   Tensor total = p.back(reduce_sum(p.mask.where(p.src, detail::zero_of(*this)), p.d, dtype()));
   if (include_self) total = total + *this;
   if (reduce == "sum") return hit.where(total, *this).cast(dtype());
-  Tensor count = p.back(p.mask.sum(p.d, true, dtypes::int32)) + (include_self ? 1 : 0);
+  // At least 1: where nothing is scattered the division is still computed (and an integer one by 0 traps on
+  // the CPU), though its result is not taken.
+  Tensor count = (p.back(p.mask.sum(p.d, true, dtypes::int32)) + (include_self ? 1 : 0)).maximum(1);
   Tensor mean = dtype().is_float() ? total / count : total.div(count, Rounding::FLOOR);
   return hit.where(mean, *this).cast(dtype());
 }
