@@ -98,17 +98,22 @@ std::vector<float> Generator::feed(std::span<const int32_t> tokens, bool all_log
 }
 
 std::vector<float> Generator::decode(int32_t token) {
+  auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out = step_({model_.embed_rows({&token, 1}),
                                    Tensor::from_size(model_.bind_position(position()), dtypes::int32)});
+  std::vector<float> logits = out[0].to_vector<float>();
   fed_.push_back(token);
-  decode_steps_++;
+  if (++decode_steps_ > 2) {
+    stats_.replayed++;
+    stats_.replay_seconds += seconds_since(t0);
+  }
   if (decode_steps_ == 2 || decode_steps_ == 100) {
     runtime::RuntimeStats s = runtime::runtime_stats();
     int64_t built = static_cast<int64_t>(s.compiled + s.disk_hits), sched = static_cast<int64_t>(s.scheduled);
     (decode_steps_ == 2 ? stats_.built_at_2 : stats_.built_at_100) = built;
     (decode_steps_ == 2 ? stats_.scheduled_at_2 : stats_.scheduled_at_100) = sched;
   }
-  return out[0].to_vector<float>();
+  return logits;
 }
 
 void Generator::rewind(int64_t position) {
@@ -126,6 +131,8 @@ std::vector<int32_t> Generator::generate(std::span<const int32_t> prompt, int64_
   size_t same = 0;
   while (same + 1 < prompt.size() && same < fed_.size() && fed_[same] == prompt[same]) same++;
   rewind(static_cast<int64_t>(same));
+  stats_.replayed = 0;
+  stats_.replay_seconds = 0;
   auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits = feed(prompt.subspan(same));
   stats_.prompt_tokens = static_cast<int64_t>(prompt.size() - same);

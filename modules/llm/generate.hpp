@@ -38,6 +38,9 @@ struct GenerationStats {
   // Process totals after decode steps 2 and 100 (-1 before): kernels built (compiled or read from the disk
   // cache) and graphs scheduled. Equal totals mean steps 3..100 replayed without building anything.
   int64_t built_at_2 = -1, built_at_100 = -1, scheduled_at_2 = -1, scheduled_at_100 = -1;
+  // Decode steps after the JIT's warm-up and capture (step 3 on), and their time: the steady rate.
+  int64_t replayed = 0;
+  double replay_seconds = 0;
 };
 
 class Generator {

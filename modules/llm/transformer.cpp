@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "llm/metadata.hpp"
+#include "llm/tokenizer.hpp"
 
 namespace tg::llm {
 
@@ -87,6 +88,81 @@ TransformerConfig TransformerConfig::from_gguf(const nn::GGUFMetadata& md) {
   return c;
 }
 
+// Every tensor the configuration needs, with its shape, and no type a tensor cannot have; returns the
+// vocabulary size. Reads only the tensor infos, so a hostile file fails here before anything is made.
+int64_t validate(const nn::GGUFFile& f, const TransformerConfig& c) {
+  auto info = [&](const std::string& name) -> const nn::GGUFTensorInfo& {
+    auto it = f.infos.find(name);
+    if (it == f.infos.end()) throw FormatError("llm", fmt::format("the model has no tensor '{}'", name));
+    return it->second;
+  };
+  const nn::GGUFTensorInfo& embd = info("token_embd.weight");
+  if (embd.shape.size() != 2 || embd.shape[1] != c.dim || embd.shape[0] < 1)
+    throw FormatError("llm", fmt::format("tensor 'token_embd.weight' has shape {}, the configuration needs "
+                                         "(vocabulary, {})", shape_str(embd.shape), c.dim));
+  if (!embd.quantized()) plain_dtype(embd.type);
+  int64_t vocab = static_cast<int64_t>(embd.shape[0]);
+  auto need = [&](const std::string& name, const Shape& shape, bool matrix) {
+    const nn::GGUFTensorInfo& t = info(name);
+    if (t.shape != shape)
+      throw FormatError("llm", fmt::format("tensor '{}' has shape {}, the configuration needs {}", name,
+                                           shape_str(t.shape), shape_str(shape)));
+    if (t.quantized() && !matrix)
+      throw FormatError("llm", fmt::format("tensor '{}' is {}; a vector must be F32, F16 or BF16", name, t.type));
+    if (!t.quantized() && t.type != "F32" && t.type != "F16" && t.type != "BF16")
+      throw FormatError("llm", fmt::format("tensor '{}' is {}, not a float type", name, t.type));
+  };
+  auto optional = [&](const std::string& name, const Shape& shape, bool matrix) {
+    if (f.infos.count(name)) need(name, shape, matrix);
+  };
+  int64_t d = c.dim, hd = c.head_dim, q_out = c.heads * hd, kv_out = c.kv_heads * hd;
+  need("output_norm.weight", {d}, false);
+  optional("output.weight", {vocab, d}, true);
+  if (c.layernorm) need("output_norm.bias", {d}, false);
+  if (c.learned_positions) need("position_embd.weight", {c.context, d}, false);
+  if (!c.learned_positions) optional("rope_freqs.weight", {hd / 2}, false);
+  for (int64_t i = 0; i < c.layers; i++) {
+    std::string b = fmt::format("blk.{}.", i);
+    need(b + "attn_norm.weight", {d}, false);
+    need(b + "ffn_norm.weight", {d}, false);
+    need(b + "attn_output.weight", {d, q_out}, true);
+    need(b + "ffn_up.weight", {c.ffn, d}, true);
+    need(b + "ffn_down.weight", {d, c.ffn}, true);
+    if (c.layernorm) {
+      for (const char* n : {"attn_norm.bias", "ffn_norm.bias", "attn_output.bias", "ffn_down.bias"})
+        need(b + n, {d}, false);
+      need(b + "attn_qkv.weight", {q_out + 2 * kv_out, d}, true);
+      need(b + "attn_qkv.bias", {q_out + 2 * kv_out}, false);
+      need(b + "ffn_up.bias", {c.ffn}, false);
+    } else {
+      need(b + "attn_q.weight", {q_out, d}, true);
+      need(b + "attn_k.weight", {kv_out, d}, true);
+      need(b + "attn_v.weight", {kv_out, d}, true);
+      need(b + "ffn_gate.weight", {c.ffn, d}, true);
+      optional(b + "attn_q.bias", {q_out}, false);
+      optional(b + "attn_k.bias", {kv_out}, false);
+      optional(b + "attn_v.bias", {kv_out}, false);
+    }
+    if (c.qk_norm) {
+      need(b + "attn_q_norm.weight", {hd}, false);
+      need(b + "attn_k_norm.weight", {hd}, false);
+    }
+  }
+  return vocab;
+}
+
+int fuzz_llm_model(const uint8_t* data, size_t size) {
+  try {
+    nn::GGUFFile f = nn::gguf_parse_metadata({reinterpret_cast<const std::byte*>(data), size});
+    validate(f, TransformerConfig::from_gguf(f.metadata));
+    Tokenizer tok = Tokenizer::from_gguf(f.metadata);
+    std::vector<int32_t> ids = tok.encode(" Hello <|im_start|>world\n\n  12345 ü\xff'll", true, true);
+    (void)tok.decode(ids);
+  } catch (const Error&) {
+  }
+  return 0;
+}
+
 Transformer Transformer::load(const std::filesystem::path& path, const LoadOptions& opts) {
   return Transformer(nn::gguf_load(path, opts.device, {.keep_quantized = true}), opts);
 }
@@ -97,22 +173,13 @@ Transformer::Transformer(nn::GGUFFile file, const LoadOptions& opts)
       device_(opts.device),
       max_context_(opts.max_context <= 0 ? cfg_.context : std::min(opts.max_context, cfg_.context)) {
   const TransformerConfig& c = cfg_;
-  auto want = [&](const std::string& name, Shape shape) {
-    Weight w = Weight::from_gguf(file_, name);
-    if (w.shape != shape)
-      throw FormatError("llm", fmt::format("tensor '{}' has shape {}, the configuration needs {}", name,
-                                           shape_str(w.shape), shape_str(shape)));
-    return w;
+  cfg_.vocab = validate(file_, cfg_);
+  auto want = [&](const std::string& name, const Shape&) { return Weight::from_gguf(file_, name); };
+  auto maybe = [&](const std::string& name, const Shape& shape) {
+    return file_.tensors.count(name) ? want(name, shape) : Weight{};
   };
-  auto maybe = [&](const std::string& name, Shape shape) {
-    return file_.tensors.count(name) ? want(name, std::move(shape)) : Weight{};
-  };
-  if (!file_.infos.count("token_embd.weight"))
-    throw FormatError("llm", "the model has no tensor 'token_embd.weight'");
-  cfg_.vocab = static_cast<int64_t>(file_.infos.at("token_embd.weight").shape.front());
   int64_t d = c.dim, hd = c.head_dim, q_out = c.heads * hd, kv_out = c.kv_heads * hd;
   embd_ = want("token_embd.weight", {c.vocab, d});
-  if (!embd_.quantized()) plain_dtype(embd_.type);
   out_norm_ = want("output_norm.weight", {d});
   output_ = file_.tensors.count("output.weight") ? want("output.weight", {c.vocab, d}) : embd_;
   if (c.layernorm) out_norm_b_ = want("output_norm.bias", {d});
@@ -159,7 +226,7 @@ Transformer::Transformer(nn::GGUFFile file, const LoadOptions& opts)
   if (!c.learned_positions) {  // RoPE tables: angle(p, i) = p / scale * base^(-2i/hd) / freq_factor[i]
     std::vector<float> freq_factor(static_cast<size_t>(hd / 2), 1.0f);
     if (file_.tensors.count("rope_freqs.weight")) {
-      freq_factor = want("rope_freqs.weight", {hd / 2}).dequantize().to_vector<float>();
+      freq_factor = Weight::from_gguf(file_, "rope_freqs.weight").dequantize().to_vector<float>();
       for (float f : freq_factor)
         if (!(f > 0)) throw FormatError("llm", fmt::format("rope_freqs.weight holds {}, not > 0", f));
     }

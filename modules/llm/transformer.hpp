@@ -36,6 +36,12 @@ struct TransformerConfig {
   static TransformerConfig from_gguf(const nn::GGUFMetadata& md);
 };
 
+// Every tensor the configuration needs, with the right shape and type, read from the tensor infos alone;
+// returns the vocabulary size. FormatError "[llm] ..." naming the tensor otherwise.
+int64_t validate(const nn::GGUFFile& f, const TransformerConfig& c);
+// libFuzzer-ready: a gguf file's header to a checked configuration (no tensor is made), 0 always.
+int fuzz_llm_model(const uint8_t* data, size_t size);
+
 struct LoadOptions {
   std::string device;         // empty: the default device
   int64_t max_context = 4096;  // KV cache rows (at most the model's context; 0: the model's)

@@ -425,13 +425,18 @@ GGUFFile gguf_load(const std::filesystem::path& path, std::string_view device, G
   return out;
 }
 
-GGUFFile gguf_load_metadata(const std::filesystem::path& path) {
-  std::shared_ptr<Mapping> m = map_file(path);
-  Header h = parse_header(bytes_of(*m));
+GGUFFile gguf_parse_metadata(std::span<const std::byte> data) {
+  Header h = parse_header(data);
   GGUFFile out;
   for (const Info& t : h.infos) out.infos.emplace(t.name, public_info(t, h.data_start));
   out.metadata = std::move(h.metadata);
-  out.bytes = bytes_of(*m);
+  out.bytes = data;
+  return out;
+}
+
+GGUFFile gguf_load_metadata(const std::filesystem::path& path) {
+  std::shared_ptr<Mapping> m = map_file(path);
+  GGUFFile out = gguf_parse_metadata(bytes_of(*m));
   out.mapping = std::move(m);
   return out;
 }

@@ -78,5 +78,6 @@ GGUFFile gguf_parse(std::span<const std::byte> data, std::string_view device = {
 GGUFFile gguf_load(const std::filesystem::path& path, std::string_view device = {}, GGUFOptions opts = {});
 // The metadata and tensor infos only (a vocabulary file, a model's configuration): no tensor is made.
 GGUFFile gguf_load_metadata(const std::filesystem::path& path);
+GGUFFile gguf_parse_metadata(std::span<const std::byte> data);
 
 }  // namespace tg::nn

@@ -15,10 +15,17 @@ def _kquant_blocks(rng, rows, cols, qtype, sigma):
     nb = cols // 256
     if qtype == Q.Q4_K:  # d, dmin (f16), 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
         b = rng.integers(0, 256, size=(rows, nb, 144), dtype=np.uint8)
-        d = np.full((rows, nb), sigma / 140.0, dtype=np.float16)
+        d = np.full((rows, nb), sigma / 200.0, dtype=np.float16)
         dmin = (d.astype(np.float32) * 7.5).astype(np.float16)
         b[:, :, 0:2] = d.view(np.uint8).reshape(rows, nb, 2)
         b[:, :, 2:4] = dmin.view(np.uint8).reshape(rows, nb, 2)
+        # min = scale in every sub-block, so its weights d*sc*(q - 7.5) are centred on 0, as trained ones are
+        sc = rng.integers(32, 64, size=(rows, nb, 8)).astype(np.uint8)
+        packed = np.zeros((rows, nb, 12), dtype=np.uint8)
+        packed[:, :, 0:4] = (sc[:, :, 0:4] & 63) | ((sc[:, :, 4:8] >> 4) << 6)
+        packed[:, :, 4:8] = (sc[:, :, 0:4] & 63) | ((sc[:, :, 4:8] >> 4) << 6)
+        packed[:, :, 8:12] = (sc[:, :, 4:8] & 15) | ((sc[:, :, 4:8] & 15) << 4)
+        b[:, :, 4:16] = packed
     else:  # Q6_K: 128 bytes low nibbles, 64 of high bits, 16 int8 scales, d (f16)
         b = rng.integers(0, 256, size=(rows, nb, 210), dtype=np.uint8)
         b[:, :, 192:208] = rng.integers(-32, 33, size=(rows, nb, 16)).astype(np.int8).view(np.uint8)
@@ -27,18 +34,23 @@ def _kquant_blocks(rng, rows, cols, qtype, sigma):
     return b.reshape(rows, nb * b.shape[-1])
 
 
+def _add(w, name, data, qtype):
+    if qtype in (Q.F32, Q.F16):
+        w.add_tensor(name, data)
+    else:
+        w.add_tensor(name, data, raw_dtype=qtype)
+
+
 def _matrix(rng, w, name, shape, wtype, sigma):
+    """Adds a random matrix stored as wtype; returns (stored rows, qtype) for reuse."""
     qtype = Q[wtype]
     if qtype in (Q.Q4_K, Q.Q6_K):
-        w.add_tensor(name, _kquant_blocks(rng, shape[0], shape[1], qtype, sigma), raw_dtype=qtype)
-        return
-    x = (rng.standard_normal(shape) * sigma).astype(np.float32)
-    if qtype == Q.F32:
-        w.add_tensor(name, x)
-    elif qtype == Q.F16:
-        w.add_tensor(name, x.astype(np.float16))
+        data = _kquant_blocks(rng, shape[0], shape[1], qtype, sigma)
     else:
-        w.add_tensor(name, gguf.quants.quantize(x, qtype), raw_dtype=qtype)
+        x = (rng.standard_normal(shape) * sigma).astype(np.float32)
+        data = x if qtype == Q.F32 else x.astype(np.float16) if qtype == Q.F16 else gguf.quants.quantize(x, qtype)
+    _add(w, name, data, qtype)
+    return data, qtype
 
 
 def copy_tokenizer(w, vocab_file):
@@ -54,8 +66,19 @@ def copy_tokenizer(w, vocab_file):
     return len(r.fields["tokenizer.ggml.tokens"].data)
 
 
+def _token_types(vocab_file):
+    r = gguf.GGUFReader(vocab_file)
+    f = r.fields.get("tokenizer.ggml.token_type")
+    n = len(r.fields["tokenizer.ggml.tokens"].data)
+    return np.ones(n, dtype=np.int64) if f is None else np.array([f.parts[i][0] for i in f.data])
+
+
 def make(path, arch, wtype, vocab_file, dim=256, layers=2, heads=4, kv_heads=2, ffn=512, context=512,
-         seed=0, tied=False, head_dim=None):
+         seed=0, tied=False, head_dim=None, chain=False):
+    """chain: the output matrix is the embedding with its rows permuted, so the next token is mostly a fixed
+    permutation of the last one over the vocabulary's normal tokens, by a wide margin: greedy decoding then
+    does not flip on the rounding differences between implementations (llama.cpp quantizes activations to
+    8 bits for quantized weights), while every layer still shapes the logits that are compared."""
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(path, arch)
     vocab = copy_tokenizer(w, vocab_file)
@@ -77,13 +100,18 @@ def make(path, arch, wtype, vocab_file, dim=256, layers=2, heads=4, kv_heads=2, 
             w.add_value_length(hd)
     w.add_file_type(0)
     vec = lambda name, n, base=0.0, s=0.1: w.add_tensor(name, (base + rng.standard_normal(n) * s).astype(np.float32))
-    _matrix(rng, w, "token_embd.weight", (vocab, dim), wtype, 1.0)
+    embd = _matrix(rng, w, "token_embd.weight", (vocab, dim), wtype, 1.0)
     if arch == "gpt2":
         vec("position_embd.weight", (context, dim), 0.0, 0.1)
     vec("output_norm.weight", dim, 1.0)
     if arch == "gpt2":
         vec("output_norm.bias", dim)
-    if not tied:
+    if chain:
+        normal = np.nonzero(_token_types(vocab_file) == 1)[0]
+        prev = np.arange(vocab)
+        prev[normal] = normal[rng.permutation(len(normal))]  # row j of the output is the embedding of prev[j]
+        _add(w, "output.weight", embd[0][prev], embd[1])
+    elif not tied:
         _matrix(rng, w, "output.weight", (vocab, dim), wtype, 0.5)
     q_out, kv_out = heads * hd, kv_heads * hd
     for i in range(layers):
