@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <cctype>
 #include <queue>
 #include <utility>
@@ -360,18 +361,21 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   return out;
 }
 
-// SentencePiece: start from characters, merge the adjacent pair whose joined text is the best-scored token
-// (leftmost on ties) until none is; what is left that is not a token goes out as its bytes.
-void Tokenizer::encode_spm(std::string_view text, std::vector<int32_t>& out) const {
+namespace {
+
+// Starts from text's UTF-8 characters (a stray byte is one) and joins the adjacent pair of pieces that
+// priority(left, right) ranks highest (leftmost on ties) until it ranks none (nullopt); returns the pieces.
+template <class Priority>
+std::vector<std::string_view> merge_pairs(std::string_view text, Priority priority) {
   struct Symbol {
     int prev, next;
-    size_t at, n;
+    size_t at, n;  // n = 0: joined into its left neighbour
   };
-  struct Bigram {
+  struct Pair {
     int left, right;
-    float score;
-    size_t size;
-    bool operator<(const Bigram& o) const { return score < o.score || (score == o.score && left > o.left); }
+    double rank;
+    size_t size;  // a pair is stale once either side has changed: their sizes no longer add up to this
+    bool operator<(const Pair& o) const { return rank < o.rank || (rank == o.rank && left > o.left); }
   };
   std::vector<Symbol> sym;
   for (size_t at = 0; at < text.size();) {
@@ -380,50 +384,60 @@ void Tokenizer::encode_spm(std::string_view text, std::vector<int32_t>& out) con
     sym.push_back({i - 1, at + n == text.size() ? -1 : i + 1, at, n});
     at += n;
   }
-  std::priority_queue<Bigram> queue;
-  auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    std::string_view s = text.substr(sym[left].at, sym[left].n + sym[right].n);
-    auto it = id_.find(std::string(s));
-    if (it == id_.end()) return;
-    queue.push({left, right, score_[it->second], s.size()});
+  std::priority_queue<Pair> queue;
+  auto consider = [&](int l, int r) {
+    if (l < 0 || r < 0) return;
+    if (std::optional<double> rank = priority(text.substr(sym[l].at, sym[l].n), text.substr(sym[r].at, sym[r].n)))
+      queue.push({l, r, *rank, sym[l].n + sym[r].n});
   };
-  for (int i = 1; i < static_cast<int>(sym.size()); i++) try_add(i - 1, i);
+  for (int i = 1; i < static_cast<int>(sym.size()); i++) consider(i - 1, i);
   while (!queue.empty()) {
-    Bigram b = queue.top();
+    Pair p = queue.top();
     queue.pop();
-    Symbol &l = sym[b.left], &r = sym[b.right];
-    if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;
+    Symbol &l = sym[p.left], &r = sym[p.right];
+    if (l.n == 0 || r.n == 0 || l.n + r.n != p.size) continue;
     l.n += r.n;
     r.n = 0;
     l.next = r.next;
-    if (r.next >= 0) sym[r.next].prev = b.left;
-    try_add(l.prev, b.left);
-    try_add(b.left, l.next);
+    if (r.next >= 0) sym[r.next].prev = p.left;
+    consider(l.prev, p.left);
+    consider(p.left, l.next);
   }
-  // Every merge made a token; a character that is not one goes out as its bytes.
-  for (int i = sym.empty() ? -1 : 0; i != -1; i = sym[i].next) {
-    std::string_view piece = text.substr(sym[i].at, sym[i].n);
+  std::vector<std::string_view> pieces;
+  for (const Symbol& s : sym)
+    if (s.n) pieces.push_back(text.substr(s.at, s.n));
+  return pieces;
+}
+
+}  // namespace
+
+// SentencePiece: the pair whose joined text is the best-scored token is merged first; a character that is
+// not a token goes out as its bytes.
+void Tokenizer::encode_spm(std::string_view text, std::vector<int32_t>& out) const {
+  auto score = [&](std::string_view l, std::string_view r) -> std::optional<double> {
+    auto it = id_.find(std::string(l.data(), l.size() + r.size()));  // neighbours: one run of text
+    if (it == id_.end()) return std::nullopt;
+    return score_[it->second];
+  };
+  for (std::string_view piece : merge_pairs(text, score)) {
     if (auto it = id_.find(std::string(piece)); it != id_.end()) out.push_back(it->second);
     else
       for (char c : piece) out.push_back(byte_token(static_cast<uint8_t>(c)));
   }
 }
 
-// Byte-level BPE: each regex piece's bytes become GPT-2's printable characters, then the adjacent pair with
-// the lowest merge rank (leftmost on ties) is joined until no pair has one.
+// Byte-level BPE: each regex piece's bytes become GPT-2's printable characters, then the pair with the
+// lowest merge rank is joined first.
 void Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>& out) const {
-  struct Symbol {
-    int prev, next;
-    size_t at, n;
-  };
-  struct Bigram {
-    int left, right;
-    int32_t rank;
-    std::string text;
-    bool operator<(const Bigram& o) const { return rank > o.rank || (rank == o.rank && left > o.left); }
-  };
   std::string word, key;
+  auto rank = [&](std::string_view l, std::string_view r) -> std::optional<double> {
+    key.assign(l);
+    key += ' ';
+    key += r;
+    auto it = merge_rank_.find(key);
+    if (it == merge_rank_.end()) return std::nullopt;
+    return -static_cast<double>(it->second);
+  };
   for (std::string_view piece : regexes_->split(text)) {
     word.clear();
     for (char c : piece) word += byte_chars()[static_cast<uint8_t>(c)];
@@ -432,49 +446,15 @@ void Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>& out) con
         out.push_back(it->second);
         continue;
       }
-    std::vector<Symbol> sym;
-    for (size_t at = 0; at < word.size();) {
-      size_t n = std::min(utf8_len(static_cast<uint8_t>(word[at])), word.size() - at);
-      int i = static_cast<int>(sym.size());
-      sym.push_back({i - 1, at + n == word.size() ? -1 : i + 1, at, n});
-      at += n;
-    }
-    std::priority_queue<Bigram> queue;
-    auto try_add = [&](int left, int right) {
-      if (left < 0 || right < 0) return;
-      key.assign(word, sym[left].at, sym[left].n);
-      key += ' ';
-      key.append(word, sym[right].at, sym[right].n);
-      auto it = merge_rank_.find(key);
-      if (it == merge_rank_.end()) return;
-      queue.push({left, right, it->second, word.substr(sym[left].at, sym[left].n + sym[right].n)});
-    };
-    for (int i = 1; i < static_cast<int>(sym.size()); i++) try_add(i - 1, i);
-    while (!queue.empty()) {
-      Bigram b = queue.top();
-      queue.pop();
-      Symbol &l = sym[b.left], &r = sym[b.right];
-      if (l.n == 0 || r.n == 0 || l.n + r.n != b.text.size() || word.compare(l.at, b.text.size(), b.text) != 0)
-        continue;
-      l.n += r.n;
-      r.n = 0;
-      l.next = r.next;
-      if (r.next >= 0) sym[r.next].prev = b.left;
-      try_add(l.prev, b.left);
-      try_add(b.left, l.next);
-    }
-    for (const Symbol& s : sym) {
-      if (s.n == 0) continue;
-      std::string_view t(word.data() + s.at, s.n);
+    for (std::string_view t : merge_pairs(word, rank)) {
       if (auto it = id_.find(std::string(t)); it != id_.end()) {
         out.push_back(it->second);
         continue;
       }
-      // Not a token: each of its original bytes, or the unknown token.
+      // Not a token: each of its bytes (every character of word stands for one).
       for (size_t at = 0; at < t.size();) {
         size_t len = std::min(utf8_len(static_cast<uint8_t>(t[at])), t.size() - at);
-        auto b = char_bytes().find(std::string(t.substr(at, len)));
-        out.push_back(b != char_bytes().end() ? byte_token(b->second) : unk_ >= 0 ? unk_ : byte_token(0));
+        out.push_back(byte_token(char_bytes().at(std::string(t.substr(at, len)))));
         at += len;
       }
     }

@@ -174,44 +174,43 @@ Transformer::Transformer(nn::GGUFFile file, const LoadOptions& opts)
       max_context_(opts.max_context <= 0 ? cfg_.context : std::min(opts.max_context, cfg_.context)) {
   const TransformerConfig& c = cfg_;
   cfg_.vocab = validate(file_, cfg_);
-  auto want = [&](const std::string& name, const Shape&) { return Weight::from_gguf(file_, name); };
-  auto maybe = [&](const std::string& name, const Shape& shape) {
-    return file_.tensors.count(name) ? want(name, shape) : Weight{};
-  };
-  int64_t d = c.dim, hd = c.head_dim, q_out = c.heads * hd, kv_out = c.kv_heads * hd;
-  embd_ = want("token_embd.weight", {c.vocab, d});
-  out_norm_ = want("output_norm.weight", {d});
-  output_ = file_.tensors.count("output.weight") ? want("output.weight", {c.vocab, d}) : embd_;
-  if (c.layernorm) out_norm_b_ = want("output_norm.bias", {d});
-  if (c.learned_positions) pos_embd_ = want("position_embd.weight", {c.context, d});
+  // validate() checked every shape and type.
+  auto want = [&](const std::string& name) { return Weight::from_gguf(file_, name); };
+  auto maybe = [&](const std::string& name) { return file_.tensors.count(name) ? want(name) : Weight{}; };
+  int64_t hd = c.head_dim;
+  embd_ = want("token_embd.weight");
+  out_norm_ = want("output_norm.weight");
+  output_ = file_.tensors.count("output.weight") ? want("output.weight") : embd_;
+  if (c.layernorm) out_norm_b_ = want("output_norm.bias");
+  if (c.learned_positions) pos_embd_ = want("position_embd.weight");
   for (int64_t i = 0; i < c.layers; i++) {
     std::string b = fmt::format("blk.{}.", i);
     Layer l;
-    l.attn_norm = want(b + "attn_norm.weight", {d});
-    l.ffn_norm = want(b + "ffn_norm.weight", {d});
-    l.o = want(b + "attn_output.weight", {d, q_out});
-    l.up = want(b + "ffn_up.weight", {c.ffn, d});
-    l.down = want(b + "ffn_down.weight", {d, c.ffn});
+    l.attn_norm = want(b + "attn_norm.weight");
+    l.ffn_norm = want(b + "ffn_norm.weight");
+    l.o = want(b + "attn_output.weight");
+    l.up = want(b + "ffn_up.weight");
+    l.down = want(b + "ffn_down.weight");
     if (c.layernorm) {
-      l.attn_norm_b = want(b + "attn_norm.bias", {d});
-      l.ffn_norm_b = want(b + "ffn_norm.bias", {d});
-      l.qkv = want(b + "attn_qkv.weight", {q_out + 2 * kv_out, d});
-      l.qkv_bias = want(b + "attn_qkv.bias", {q_out + 2 * kv_out});
-      l.o_bias = want(b + "attn_output.bias", {d});
-      l.up_bias = want(b + "ffn_up.bias", {c.ffn});
-      l.down_bias = want(b + "ffn_down.bias", {d});
+      l.attn_norm_b = want(b + "attn_norm.bias");
+      l.ffn_norm_b = want(b + "ffn_norm.bias");
+      l.qkv = want(b + "attn_qkv.weight");
+      l.qkv_bias = want(b + "attn_qkv.bias");
+      l.o_bias = want(b + "attn_output.bias");
+      l.up_bias = want(b + "ffn_up.bias");
+      l.down_bias = want(b + "ffn_down.bias");
     } else {
-      l.q = want(b + "attn_q.weight", {q_out, d});
-      l.k = want(b + "attn_k.weight", {kv_out, d});
-      l.v = want(b + "attn_v.weight", {kv_out, d});
-      l.gate = want(b + "ffn_gate.weight", {c.ffn, d});
-      l.q_bias = maybe(b + "attn_q.bias", {q_out});
-      l.k_bias = maybe(b + "attn_k.bias", {kv_out});
-      l.v_bias = maybe(b + "attn_v.bias", {kv_out});
+      l.q = want(b + "attn_q.weight");
+      l.k = want(b + "attn_k.weight");
+      l.v = want(b + "attn_v.weight");
+      l.gate = want(b + "ffn_gate.weight");
+      l.q_bias = maybe(b + "attn_q.bias");
+      l.k_bias = maybe(b + "attn_k.bias");
+      l.v_bias = maybe(b + "attn_v.bias");
     }
     if (c.qk_norm) {
-      l.q_norm = want(b + "attn_q_norm.weight", {hd});
-      l.k_norm = want(b + "attn_k_norm.weight", {hd});
+      l.q_norm = want(b + "attn_q_norm.weight");
+      l.k_norm = want(b + "attn_k_norm.weight");
     }
     std::vector<Tensor> todo;
     for (Weight* w : {&l.q, &l.k, &l.v, &l.qkv, &l.o, &l.gate, &l.up, &l.down})
