@@ -214,13 +214,24 @@ std::vector<UOpRef> realize_targets(std::span<const UOpRef> roots) {
   return targets;
 }
 
+// What the schedule made of a target. A target kept as a reshape of a CONTIGUOUS is not a key of the map
+// (the scheduler keys a root by its base): it is its base's value, reshaped.
+UOpRef value_of(const sched::BecomesMap& becomes, const UOpRef& target) {
+  if (auto it = becomes.find(target); it != becomes.end()) return it->second;
+  const UOp* base = target.get();
+  while (base->op() == Ops::RESHAPE) base = base->src(0).get();
+  if (base == target.get()) return nullptr;
+  auto it = becomes.find(base->ref());
+  return it == becomes.end() ? nullptr : target->substitute({{base, it->second}});
+}
+
 // Kernels by (device, AST): lowered, rendered and compiled (or read from the disk cache) once per process.
 // Interned ASTs make the pointer the identity; the entry holds the AST so the pointer cannot be reused.
 struct CompiledKernel {
   UOpRef ast;
   std::optional<codegen::LinearProgram> prog;  // empty when the lowered kernel came from the disk cache
   runtime::LoweredKernel lowered;              // what the launch needs: name, arguments, static launch sizes
-  bool static_dims = true;            // false: sizes depend on variables, prog computes them per launch
+  bool static_dims = true;  // false: sizes depend on variables, prog computes them per launch
   std::shared_ptr<sdk::Program> program;
   // Where building it went, for the DEBUG=2 line of its first launch (printed there, so in order).
   double lower_seconds = 0, compile_seconds = 0;
@@ -673,8 +684,8 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
     // size. Fresh memory costs a page fault per 4 KiB on first touch. Outputs stay.
     std::unordered_set<int64_t> outputs;
     for (const UOpRef& target : targets)
-      if (auto it = becomes.find(target); it != becomes.end())
-        for (const UOp* n : it->second->toposort())
+      if (UOpRef v = value_of(becomes, target))
+        for (const UOp* n : v->toposort())
           if (n->op() == Ops::BUFFER) outputs.insert(buffer_id(*n));
     sched::MemoryPlan plan = sched::plan_memory(items, [&](const UOp& b) {
       return !outputs.contains(buffer_id(b)) && table().find(buffer_id(b)) == nullptr;
@@ -712,8 +723,8 @@ std::vector<RealizedBuffer> realize_uops(std::span<const UOpRef> roots) {
       continue;
     }
     const UOpRef& target = targets[next++];
-    auto it = becomes.find(target);
-    const UOp* value = it == becomes.end() ? nullptr : it->second.get();
+    UOpRef value_ref = value_of(becomes, target);
+    const UOp* value = value_ref.get();
     const UOp* buf = value ? whole_buffer(*value) : nullptr;
     if (buf != nullptr) {
       // Equal graphs are one node, computed once: a repeat of a root gets a copy of the new buffer, as

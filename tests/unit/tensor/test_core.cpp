@@ -423,6 +423,24 @@ BOOST_AUTO_TEST_CASE(equal_graphs_realized_together_are_separate_buffers) {
   expect_exact<float>(alias, {1, 1});
 }
 
+// A root that is a reshape of a CONTIGUOUS is its buffer reshaped, even in a graph at a symbolic offset (a
+// gpt2 layer's q: part of the fused qkv projection, with the positions shrunk at the bound start; it was
+// evaluated on the host instead, where the offset has no value), next to an assign at that offset.
+BOOST_AUTO_TEST_CASE(a_reshaped_contiguous_root_at_a_symbolic_offset) {
+  Variable start("start", 0, 4);
+  sint at = start.bind(1);
+  Tensor table = (Tensor::arange(12) * 10).reshape({6, 2}).contiguous().realize();
+  Tensor x = Tensor::arange(4).reshape({2, 2}).cast(dtypes::float32) + table.shrink({{at, at + 2}, {0, 2}});
+  Tensor both = (Tensor::cat({x, x * 2}, 1) + 1).contiguous();  // (2, 4): rows [x + 1, 2x + 1]
+  Tensor q = both.shrink({{0, 2}, {0, 2}}).contiguous().reshape({4});
+  Tensor cache = Tensor::zeros({6, 2}).contiguous().realize();
+  Tensor w = cache.shrink({{at, at + 2}, {0, 2}}).assign(both.shrink({{0, 2}, {2, 4}}));
+  Tensor::realize_all({w, q});
+  // x = [[0, 1], [2, 3]] + table rows 1..2 = [[20, 31], [42, 53]]
+  expect_exact<float>(q, {21, 32, 43, 54});
+  expect_exact<float>(cache, {0, 0, 41, 63, 85, 107, 0, 0, 0, 0, 0, 0});
+}
+
 BOOST_AUTO_TEST_CASE(casts) {
   Tensor x = Tensor({1.0f, 0.1f, 65504.0f, 70000.0f});
   // nearest half values: 0.1 -> 0x2E66 = 0.0999755859375; 70000 overflows to inf
