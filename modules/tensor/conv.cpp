@@ -198,8 +198,9 @@ Tensor conv_windows(const Tensor& xin, const Tensor& weight, const Tensor& bias,
   Shape final_shape{bs, cout};
   for (int a = 0; a < n; a++)
     final_shape.push_back(window_count(xin.shape()[2 + a], k[a], s[a], pads[a], d[a]));
-  int64_t fit = env::CONV_IM2COL.value() / window_elems(xin, k, s, pads, d), row = final_shape.back();
-  if (!direct_channels_last(xin, cout / groups, row) && (fit >= bs || (fit >= 1 && row < 16))) {
+  int64_t elems = window_elems(xin, k, s, pads, d), row = final_shape.back();
+  int64_t fit = elems > 0 ? env::CONV_IM2COL.value() / elems : bs;  // no input channel: nothing to store
+  if (bs > 0 && !direct_channels_last(xin, cout / groups, row) && (fit >= bs || (fit >= 1 && row < 16))) {
     Shape ws{1, groups, cout / groups, -1};
     fit = ceildiv(bs, ceildiv(bs, fit));  // equal chunks
     std::vector<Tensor> parts;
@@ -346,6 +347,11 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int
                         int64_t groups, std::string_view op, const Tensor& cols_fwd) {
   int n = static_cast<int>(k.size());
   int64_t bs = x.shape()[0], cin = x.shape()[1] / groups, rcout = dy.shape()[1] / groups;
+  if (bs == 0 || cin == 0 || rcout == 0) {  // no product at all: the gradient is zero (and no chunk divides)
+    Shape ws{rcout * groups, cin};
+    ws.insert(ws.end(), k.begin(), k.end());
+    return Tensor::zeros(ws, dy.dtype(), dy.device());
+  }
   int64_t fit = cols_fwd.defined() ? bs : env::CONV_IM2COL.value() / window_elems(x, k, s, pads, d);
   int64_t row = dy.shape().back();
   // where the forward stored windows (conv_windows)
@@ -555,6 +561,17 @@ Tensor Tensor::conv(const Tensor& weight, const Tensor& bias, Sizes stride, Padd
   std::vector<int64_t> k(weight.shape().begin() + 2, weight.shape().end());
   auto s = stride.resolve(n, op, "stride"), d = dilation.resolve(n, op, "dilation");
   Pairs pads = padding.resolve(n, k, d, s, op);
+  for (int a = 0; a < n; a++) {  // before anything divides by a stride or a window count
+    if (s[a] < 1 || d[a] < 1)
+      throw ShapeError(op, fmt::format("stride {} and dilation {} must be positive", fmt::join(s, ","),
+                                       fmt::join(d, ",")));
+    int64_t padded = shape()[2 + a] + pads[a].first + pads[a].second, span = d[a] * (k[a] - 1) + 1;
+    if (k[a] < 1 || padded < span)
+      throw ShapeError(
+          op, fmt::format("input {} padded to {} on axis {} is smaller than kernel {} with dilation {} "
+                          "(spans {})",
+                          shape_str(shape()), padded, 2 + a, shape_str(weight.shape()), d[a], span));
+  }
   // Every input value is read Cout * prod(kernel) times: an input that needs arithmetic (relu, batchnorm and
   // pooling of the layer before) is computed once into memory instead of once per read. Views of buffers
   // (the zero-stuffed input of a transposed conv) stay views.

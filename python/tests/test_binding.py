@@ -200,6 +200,26 @@ class TestOps(unittest.TestCase):
     ref = torch.nn.functional.max_pool2d(torch.from_numpy(x), 2)
     np.testing.assert_array_equal(Tensor(x).max_pool2d().numpy(), ref.numpy())
 
+  def test_conv_bad_shapes(self):
+    # a dilated kernel larger than the input divided by a window count of 0 (SIGFPE); PyTorch raises too
+    x, w = Tensor(randn(1, 1, 6, 7)), Tensor(randn(6, 1, 3, 3))
+    with self.assertRaises(RuntimeError):
+      torch.nn.functional.conv2d(torch.zeros(1, 1, 6, 7), torch.zeros(6, 1, 3, 3), dilation=3)
+    with self.assertRaisesRegex(ValueError, r"^\[conv2d\] input \(1,1,6,7\) padded to 6 on axis 2 is smaller than "
+                                r"kernel \(6,1,3,3\) with dilation 3 \(spans 7\)$"):
+      Tensor.conv2d(x, w, dilation=3)
+    with self.assertRaisesRegex(ValueError, r"^\[conv2d\] stride 0,1 and dilation 1,1 must be positive$"):
+      x.conv2d(w, stride=(0, 1))
+    # the same kernel fits once padded: PyTorch's values
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x.numpy()), torch.from_numpy(w.numpy()), dilation=3, padding=1)
+    np.testing.assert_allclose(x.conv2d(w, dilation=3, padding=1).numpy(), ref.numpy(), rtol=1e-4, atol=1e-5)
+    # an empty batch gives an empty output, and a zero weight gradient
+    e, we = Tensor(np.zeros((0, 1, 6, 7), np.float32)), Tensor(randn(6, 1, 3, 3), requires_grad=True)
+    y = e.conv2d(we)
+    self.assertEqual(tuple(y.shape), (0, 6, 4, 5))
+    y.sum().backward()
+    np.testing.assert_array_equal(we.grad.numpy(), np.zeros((6, 1, 3, 3), np.float32))
+
 
 class TestAutograd(unittest.TestCase):
   def test_against_torch(self):

@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(conv_errors_name_the_op) {
       [&] {
         x.conv2d(Tensor::ones({4, 3, 7, 7}));
       },
-      "[conv2d] kernel 7 with dilation 1 does not fit the padded input (1,3,5,5)");
+      "[conv2d] input (1,3,5,5) padded to 5 on axis 2 is smaller than kernel (4,3,7,7) with dilation 1 (spans 7)");
   expect_error<ValueError>(
       [&] {
         x.conv2d(Tensor::ones({4, 3, 3, 3}), Tensor(), 2, "same");
