@@ -13,5 +13,6 @@ int demo(Args args);
 int train_mnist(Args args);
 int infer(Args args);
 int viz(Args args);
+int llm(Args args);
 
 }  // namespace tg::cli

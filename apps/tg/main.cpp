@@ -26,7 +26,8 @@ constexpr Command kCommands[] = {
     {"env", "list the environment variables tinygrad.cpp reads, with their values", "", tg::cli::env},
     {"demo", "follow one small computation through schedule, generated source and result", "", tg::cli::demo},
     {"train-mnist",
-     "train the Fashion-MNIST CNN (--steps --batch --lr --seed --out --data --eval --devices --losses --dtype "
+     "train the Fashion-MNIST CNN (--steps --batch --lr --seed --out --data --eval --devices --losses "
+     "--dtype "
      "--dist --overlap)",
      "[--steps 1000] [--batch 128] [--lr 0.003] [--seed 42] [--out fashion_mnist_cnn.safetensors] "
      "[--data DIR] [--eval N] [--devices CLANG:0,CLANG:1] [--losses FILE] [--dtype float32|float64] "
@@ -36,6 +37,12 @@ constexpr Command kCommands[] = {
      tg::cli::viz},
     {"infer", "classify Fashion-MNIST test images with a saved model (--model --data --show --eval)",
      "[--model fashion_mnist_cnn.safetensors] [--data DIR] [--show 10] [--eval N]", tg::cli::infer},
+    {"llm",
+     "run a gguf language model: one prompt, an interactive chat, or `serve` (an OpenAI-compatible server)",
+     "[serve] --model FILE.gguf [--prompt TEXT | --tokens 1,2,3] [--system TEXT] [--max-tokens 256] "
+     "[--temperature 0] [--top-k 0] [--top-p 1] [--seed 0] [--context 4096] [--logits FILE] [--json FILE] "
+     "[--port 8000] [--host 127.0.0.1] [--name NAME]",
+     tg::cli::llm},
 };
 
 void usage(std::FILE* out) {

@@ -1,5 +1,5 @@
 // The chat page of `tg llm serve`: plain HTML and JavaScript, streaming from /v1/chat/completions.
-// A link like /#ask=Hello sends that message on load.
+// A link like /#ask=Hello&ask=More sends those messages on load, one turn each.
 #include "llm/server.hpp"
 
 namespace tg::llm {
@@ -74,8 +74,7 @@ document.getElementById("form").onsubmit = e => { e.preventDefault(); const t = 
 input.onkeydown = e => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); document.getElementById("send").click(); } };
 document.getElementById("reset").onclick = e => { e.preventDefault(); history.length = 0; box.innerHTML = ""; };
 fetch("/v1/models").then(r => r.json()).then(j => { document.getElementById("model").textContent = j.data[0].id; });
-const ask = new URLSearchParams(location.hash.slice(1)).get("ask");
-if (ask) send(ask);
+(async () => { for (const ask of new URLSearchParams(location.hash.slice(1)).getAll("ask")) await send(ask); })();
 </script></body></html>
 )HTML";
 

@@ -39,7 +39,8 @@ double number(const json& j, const char* key, double lo, double hi) {
 }
 
 int64_t integer(const json& j, const char* key, int64_t lo, int64_t hi) {
-  if (!j[key].is_number_integer()) throw bad(fmt::format("'{}' must be an integer", key), key, "invalid_type");
+  if (!j[key].is_number_integer())
+    throw bad(fmt::format("'{}' must be an integer", key), key, "invalid_type");
   int64_t v = j[key].get<int64_t>();
   if (v < lo || v > hi) throw bad(fmt::format("'{}' must be in [{}, {}], got {}", key, lo, hi, v), key);
   return v;
@@ -52,7 +53,11 @@ int64_t unix_time() {
       .count();
 }
 
-std::string sse(const json& j) { return "data: " + j.dump() + "\n\n"; }
+// Generated text need not be valid UTF-8 (a model can emit lone bytes): those bytes are dropped, as
+// llama-cpp-python's decode(errors="ignore") does, rather than failing the dump.
+std::string text(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::ignore); }
+
+std::string sse(const json& j) { return "data: " + text(j) + "\n\n"; }
 
 }  // namespace
 
@@ -71,7 +76,8 @@ ChatRequest parse_chat_request(const std::string& body, const ReplyOptions& defa
       throw bad(p + " needs a string 'role'", p + ".role", "invalid_type");
     std::string role = m["role"];
     if (role != "system" && role != "user" && role != "assistant" && role != "developer")
-      throw bad(fmt::format("{}.role '{}' is not system, developer, user or assistant", p, role), p + ".role");
+      throw bad(fmt::format("{}.role '{}' is not system, developer, user or assistant", p, role),
+                p + ".role");
     std::string content;
     if (m.contains("content") && m["content"].is_string()) {
       content = m["content"];
@@ -88,7 +94,8 @@ ChatRequest parse_chat_request(const std::string& body, const ReplyOptions& defa
     }
     r.messages.push_back({role == "developer" ? "system" : role, std::move(content)});
   }
-  if (j.contains("model") && !j["model"].is_string()) throw bad("'model' must be a string", "model", "invalid_type");
+  if (j.contains("model") && !j["model"].is_string())
+    throw bad("'model' must be a string", "model", "invalid_type");
   if (j.contains("stream")) {
     if (!j["stream"].is_boolean()) throw bad("'stream' must be a boolean", "stream", "invalid_type");
     r.stream = j["stream"];
@@ -101,8 +108,7 @@ ChatRequest parse_chat_request(const std::string& body, const ReplyOptions& defa
   if (j.contains("top_k") && !j["top_k"].is_null()) r.opts.sampler.top_k = integer(j, "top_k", 0, 1 << 30);
   if (j.contains("seed") && !j["seed"].is_null())
     r.opts.sampler.seed = static_cast<uint64_t>(integer(j, "seed", 0, INT64_MAX));
-  if (j.contains("n") && !j["n"].is_null() && integer(j, "n", 1, 1) != 1)
-    throw bad("'n' must be 1", "n");
+  if (j.contains("n") && !j["n"].is_null() && integer(j, "n", 1, 1) != 1) throw bad("'n' must be 1", "n");
   if (j.contains("stop") && !j["stop"].is_null()) {
     const json& s = j["stop"];
     r.opts.stop.clear();
@@ -128,13 +134,16 @@ int serve(Model& m, const ServeOptions& opts) {
   std::atomic<uint64_t> ids{0};
   auto reply_error = [](httplib::Response& res, const RequestError& e) {
     res.status = e.status;
-    res.set_content(error_body(e).dump(), "application/json");
+    res.set_content(text(error_body(e)), "application/json");
   };
-  srv.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kChatPage, "text/html"); });
+  srv.Get("/",
+          [](const httplib::Request&, httplib::Response& res) { res.set_content(kChatPage, "text/html"); });
   srv.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
-    json data = json::array({{{"id", opts.model_name}, {"object", "model"}, {"created", unix_time()},
+    json data = json::array({{{"id", opts.model_name},
+                              {"object", "model"},
+                              {"created", unix_time()},
                               {"owned_by", "tinygrad.cpp"}}});
-    res.set_content(json{{"object", "list"}, {"data", data}}.dump(), "application/json");
+    res.set_content(text(json{{"object", "list"}, {"data", data}}), "application/json");
   });
   srv.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
     ChatRequest r;
@@ -148,26 +157,28 @@ int serve(Model& m, const ServeOptions& opts) {
       return reply_error(res, bad(e.what(), "messages"));
     }
     if (static_cast<int64_t>(prompt.size()) >= m.transformer.max_context())
-      return reply_error(res, bad(fmt::format("the prompt has {} tokens; the context is {} tokens", prompt.size(),
-                                              m.transformer.max_context()),
+      return reply_error(res, bad(fmt::format("the prompt has {} tokens; the context is {} tokens",
+                                              prompt.size(), m.transformer.max_context()),
                                   "messages", "context_length_exceeded"));
     std::string id = now_id(ids);
     int64_t created = unix_time();
     auto chunk = [&, id, created](json delta, json finish) {
-      return json{{"id", id},
-                  {"object", "chat.completion.chunk"},
-                  {"created", created},
-                  {"model", opts.model_name},
-                  {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish}}})}};
+      return json{
+          {"id", id},
+          {"object", "chat.completion.chunk"},
+          {"created", created},
+          {"model", opts.model_name},
+          {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", finish}}})}};
     };
     if (!r.stream) {
       Reply out;
       try {
         std::lock_guard<std::mutex> hold(model_lock);
         out = complete(m, prompt, r.opts);
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // nothing may escape a handler thread: it would end the process
         res.status = 500;
-        res.set_content(json{{"error", {{"message", e.what()}, {"type", "server_error"}}}}.dump(), "application/json");
+        res.set_content(text(json{{"error", {{"message", e.what()}, {"type", "server_error"}}}}),
+                        "application/json");
         return;
       }
       json body = {{"id", id},
@@ -181,7 +192,7 @@ int serve(Model& m, const ServeOptions& opts) {
                     {{"prompt_tokens", out.prompt_tokens},
                      {"completion_tokens", out.completion_tokens},
                      {"total_tokens", out.prompt_tokens + out.completion_tokens}}}};
-      res.set_content(body.dump(), "application/json");
+      res.set_content(text(body), "application/json");
       return;
     }
     res.set_header("Cache-Control", "no-cache");
@@ -197,7 +208,7 @@ int serve(Model& m, const ServeOptions& opts) {
             });
             std::string tail = sse(chunk(json::object(), out.finish_reason)) + "data: [DONE]\n\n";
             sink.write(tail.data(), tail.size());
-          } catch (const Error& e) {
+          } catch (const std::exception& e) {
             std::string s = sse({{"error", {{"message", e.what()}, {"type", "server_error"}}}});
             sink.write(s.data(), s.size());
           }
@@ -207,13 +218,15 @@ int serve(Model& m, const ServeOptions& opts) {
   });
   srv.set_error_handler([&](const httplib::Request&, httplib::Response& res) {
     if (res.status == 404)
-      reply_error(res, {404, "no such route (GET /, GET /v1/models, POST /v1/chat/completions)", "", "not_found"});
+      reply_error(res,
+                  {404, "no such route (GET /, GET /v1/models, POST /v1/chat/completions)", "", "not_found"});
   });
   if (!srv.bind_to_port(opts.host, opts.port)) {
     fmt::print(stderr, "tg llm serve: cannot listen on {}:{} (in use?)\n", opts.host, opts.port);
     return 1;
   }
-  fmt::print(stderr, "serving {} on http://{}:{}/ (OpenAI API under /v1)\n", opts.model_name, opts.host, opts.port);
+  fmt::print(stderr, "serving {} on http://{}:{}/ (OpenAI API under /v1)\n", opts.model_name, opts.host,
+             opts.port);
   return srv.listen_after_bind() ? 0 : 1;
 }
 

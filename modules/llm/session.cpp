@@ -60,7 +60,8 @@ Reply complete(Model& m, std::span<const int32_t> prompt, const ReplyOptions& op
   size_t sent = 0;
   bool stopped = false;
   auto emit = [&](size_t upto) {
-    if (upto > sent && on_text && !on_text(std::string_view(r.text).substr(sent, upto - sent))) stopped = true;
+    if (upto > sent && on_text && !on_text(std::string_view(r.text).substr(sent, upto - sent)))
+      stopped = true;
     sent = std::max(sent, upto);
   };
   auto on_token = [&](int32_t id) {
@@ -68,7 +69,7 @@ Reply complete(Model& m, std::span<const int32_t> prompt, const ReplyOptions& op
       r.finish_reason = "stop";
       return false;
     }
-    r.text += utf8.push(m.tokenizer.piece(id));
+    r.text += utf8.push(m.tokenizer.piece(id, false));  // control tokens are not reply text
     for (const std::string& s : opts.stop)
       if (size_t at = r.text.find(s, sent > s.size() ? sent - s.size() : 0); at != std::string::npos) {
         r.text.resize(at);

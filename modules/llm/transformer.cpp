@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "llm/chat_template.hpp"
 #include "llm/metadata.hpp"
 #include "llm/tokenizer.hpp"
 
@@ -42,8 +43,8 @@ TransformerConfig TransformerConfig::from_gguf(const nn::GGUFMetadata& md) {
   for (const ArchInfo& k : kArchs)
     if (k.name == c.arch) a = &k;
   if (!a)
-    throw ValueError("llm", fmt::format("architecture '{}' is not supported (llama, qwen2, qwen3, gpt2 are)",
-                                        c.arch));
+    throw ValueError(
+        "llm", fmt::format("architecture '{}' is not supported (llama, qwen2, qwen3, gpt2 are)", c.arch));
   std::string p = c.arch + ".";
   c.dim = meta_int(md, p + "embedding_length", 1, 1 << 20);
   c.layers = meta_int(md, p + "block_count", 1, 1024);
@@ -58,7 +59,8 @@ TransformerConfig TransformerConfig::from_gguf(const nn::GGUFMetadata& md) {
   c.head_dim = meta_int_or(md, p + "attention.key_length", c.dim / c.heads, 2, 1 << 16);
   if (meta_int_or(md, p + "attention.value_length", c.head_dim, 1, 1 << 16) != c.head_dim)
     throw FormatError("llm", fmt::format("{}attention.value_length differs from key_length", p));
-  if (c.head_dim % 2) throw FormatError("llm", fmt::format("{}attention.key_length {} is odd", p, c.head_dim));
+  if (c.head_dim % 2)
+    throw FormatError("llm", fmt::format("{}attention.key_length {} is odd", p, c.head_dim));
   c.ffn = meta_int(md, p + "feed_forward_length", 1, 1 << 24);
   c.context = meta_int(md, p + "context_length", 1, int64_t{1} << 31);
   c.rope_neox = a->neox;
@@ -71,18 +73,21 @@ TransformerConfig TransformerConfig::from_gguf(const nn::GGUFMetadata& md) {
     throw FormatError("llm", fmt::format("layer norm epsilon {} is not in [0, 1)", c.norm_eps));
   if (!c.learned_positions) {
     c.rope_base = meta_float_or(md, p + "rope.freq_base", 10000.0);
-    if (!(c.rope_base > 1)) throw FormatError("llm", fmt::format("{}rope.freq_base {} is not > 1", p, c.rope_base));
+    if (!(c.rope_base > 1))
+      throw FormatError("llm", fmt::format("{}rope.freq_base {} is not > 1", p, c.rope_base));
     int64_t rot = meta_int_or(md, p + "rope.dimension_count", c.head_dim, 2, c.head_dim);
     if (rot != c.head_dim)
       throw ValueError("llm", fmt::format("{}rope.dimension_count {} < the head size {}: partial rotary "
-                                          "embeddings are not supported", p, rot, c.head_dim));
+                                          "embeddings are not supported",
+                                          p, rot, c.head_dim));
     std::string scaling = meta_string_or(md, p + "rope.scaling.type", "none");
     if (scaling == "linear") {
       c.rope_scale = meta_float(md, p + "rope.scaling.factor");
       if (!(c.rope_scale > 0))
         throw FormatError("llm", fmt::format("{}rope.scaling.factor {} is not > 0", p, c.rope_scale));
     } else if (scaling != "none") {
-      throw ValueError("llm", fmt::format("{}rope.scaling.type '{}' is not supported (none, linear)", p, scaling));
+      throw ValueError("llm",
+                       fmt::format("{}rope.scaling.type '{}' is not supported (none, linear)", p, scaling));
     }
   }
   return c;
@@ -99,7 +104,8 @@ int64_t validate(const nn::GGUFFile& f, const TransformerConfig& c) {
   const nn::GGUFTensorInfo& embd = info("token_embd.weight");
   if (embd.shape.size() != 2 || embd.shape[1] != c.dim || embd.shape[0] < 1)
     throw FormatError("llm", fmt::format("tensor 'token_embd.weight' has shape {}, the configuration needs "
-                                         "(vocabulary, {})", shape_str(embd.shape), c.dim));
+                                         "(vocabulary, {})",
+                                         shape_str(embd.shape), c.dim));
   if (!embd.quantized()) plain_dtype(embd.type);
   int64_t vocab = static_cast<int64_t>(embd.shape[0]);
   auto need = [&](const std::string& name, const Shape& shape, bool matrix) {
@@ -108,7 +114,8 @@ int64_t validate(const nn::GGUFFile& f, const TransformerConfig& c) {
       throw FormatError("llm", fmt::format("tensor '{}' has shape {}, the configuration needs {}", name,
                                            shape_str(t.shape), shape_str(shape)));
     if (t.quantized() && !matrix)
-      throw FormatError("llm", fmt::format("tensor '{}' is {}; a vector must be F32, F16 or BF16", name, t.type));
+      throw FormatError("llm",
+                        fmt::format("tensor '{}' is {}; a vector must be F32, F16 or BF16", name, t.type));
     if (!t.quantized() && t.type != "F32" && t.type != "F16" && t.type != "BF16")
       throw FormatError("llm", fmt::format("tensor '{}' is {}, not a float type", name, t.type));
   };
@@ -154,6 +161,12 @@ int64_t validate(const nn::GGUFFile& f, const TransformerConfig& c) {
 int fuzz_llm_model(const uint8_t* data, size_t size) {
   try {
     nn::GGUFFile f = nn::gguf_parse_metadata({reinterpret_cast<const std::byte*>(data), size});
+    try {  // the file's chat template, parsed and rendered under its step and size limits
+      const ChatMessage chat[] = {
+          {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "?"}};
+      (void)ChatTemplate::from_gguf(f.metadata).apply(chat, true, "<s>", "</s>");
+    } catch (const Error&) {
+    }
     validate(f, TransformerConfig::from_gguf(f.metadata));
     Tokenizer tok = Tokenizer::from_gguf(f.metadata);
     std::vector<int32_t> ids = tok.encode(" Hello <|im_start|>world\n\n  12345 ü\xff'll", true, true);
@@ -217,8 +230,10 @@ Transformer::Transformer(nn::GGUFFile file, const LoadOptions& opts)
       if (w->defined())
         for (Tensor& t : w->pack()) todo.push_back(t);
     Tensor::realize_all(todo);
-    l.cache_k = Tensor::zeros({max_context_, c.kv_heads, hd}, dtypes::float16, device_).contiguous().realize();
-    l.cache_v = Tensor::zeros({max_context_, c.kv_heads, hd}, dtypes::float16, device_).contiguous().realize();
+    l.cache_k =
+        Tensor::zeros({max_context_, c.kv_heads, hd}, dtypes::float16, device_).contiguous().realize();
+    l.cache_v =
+        Tensor::zeros({max_context_, c.kv_heads, hd}, dtypes::float16, device_).contiguous().realize();
     layers_.push_back(std::move(l));
   }
   Tensor::realize_all(output_.pack());
@@ -250,9 +265,10 @@ Tensor Transformer::embed_rows(std::span<const int32_t> tokens) const {
   auto bytes = std::make_shared<std::vector<std::byte>>(tokens.size() * row);
   for (size_t i = 0; i < tokens.size(); i++) {
     if (tokens[i] < 0 || tokens[i] >= cfg_.vocab)
-      throw ValueError("llm", fmt::format("token id {} is outside the vocabulary of {}", tokens[i], cfg_.vocab));
-    std::memcpy(bytes->data() + i * row, file_.bytes.data() + info.offset + static_cast<size_t>(tokens[i]) * row,
-                row);
+      throw ValueError("llm",
+                       fmt::format("token id {} is outside the vocabulary of {}", tokens[i], cfg_.vocab));
+    std::memcpy(bytes->data() + i * row,
+                file_.bytes.data() + info.offset + static_cast<size_t>(tokens[i]) * row, row);
   }
   DType dt = embd_.quantized() ? dtypes::uint8 : plain_dtype(embd_.type);
   Shape shape{static_cast<int64_t>(tokens.size()), static_cast<int64_t>(row / dt.itemsize())};
@@ -326,8 +342,9 @@ Tensor Transformer::attention(Layer& l, const Tensor& x, const sint& start, int6
   Tensor scores = (qg.unsqueeze(3) * keys.reshape({kvh, 1, 1, n, hd})).sum(-1) *
                   (1.0 / std::sqrt(static_cast<double>(hd)));  // (kv, g, t, n)
   if (t > 1) {  // causal: position start+i sees positions <= start+i
-    Tensor here = (Tensor::from_size(start, dtypes::int32, device_) + Tensor::arange(t, dtypes::int32, device_))
-                      .reshape({t, 1});
+    Tensor here =
+        (Tensor::from_size(start, dtypes::int32, device_) + Tensor::arange(t, dtypes::int32, device_))
+            .reshape({t, 1});
     Tensor seen = positions_.shrink({{0, n}}).reshape({1, n}) <= here;
     scores = seen.where(scores, -INFINITY);
   }
@@ -362,9 +379,10 @@ int64_t Transformer::weight_bytes() const {
   int64_t total = embd_.nbytes() + pos_embd_.nbytes() + out_norm_.nbytes() + out_norm_b_.nbytes();
   total += output_.nbytes();  // packed apart from the embedding rows, even when tied
   for (const Layer& l : layers_)
-    for (const Weight* w : {&l.attn_norm, &l.attn_norm_b, &l.q, &l.k, &l.v, &l.qkv, &l.o, &l.q_bias, &l.k_bias,
-                            &l.v_bias, &l.qkv_bias, &l.o_bias, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.ffn_norm_b,
-                            &l.gate, &l.up, &l.down, &l.up_bias, &l.down_bias})
+    for (const Weight* w :
+         {&l.attn_norm, &l.attn_norm_b, &l.q,      &l.k,        &l.v,      &l.qkv,     &l.o,
+          &l.q_bias,    &l.k_bias,      &l.v_bias, &l.qkv_bias, &l.o_bias, &l.q_norm,  &l.k_norm,
+          &l.ffn_norm,  &l.ffn_norm_b,  &l.gate,   &l.up,       &l.down,   &l.up_bias, &l.down_bias})
       total += w->nbytes();
   return total;
 }

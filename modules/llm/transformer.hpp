@@ -39,7 +39,8 @@ struct TransformerConfig {
 // Every tensor the configuration needs, with the right shape and type, read from the tensor infos alone;
 // returns the vocabulary size. FormatError "[llm] ..." naming the tensor otherwise.
 int64_t validate(const nn::GGUFFile& f, const TransformerConfig& c);
-// libFuzzer-ready: a gguf file's header to a checked configuration (no tensor is made), 0 always.
+// libFuzzer-ready: a gguf file's header to its chat template rendered and a checked configuration (no tensor
+// is made), 0 always.
 int fuzz_llm_model(const uint8_t* data, size_t size);
 
 struct LoadOptions {

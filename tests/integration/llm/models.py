@@ -5,6 +5,8 @@ are stored as wtype (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K) and whose tokenizer metad
 llama.cpp's ggml-vocab-*.gguf files. Q8_0/Q4_0 go through gguf's own quantizer; gguf has none for the
 K-quants, so their blocks are random bytes with scales chosen for weights of about the same spread.
 """
+import functools
+
 import numpy as np
 import gguf
 
@@ -53,34 +55,65 @@ def _matrix(rng, w, name, shape, wtype, sigma):
     return data, qtype
 
 
-def copy_tokenizer(w, vocab_file):
-    r = gguf.GGUFReader(vocab_file)
+def copy_fields(w, r, keep):
+    """Copies the metadata of reader r whose keys pass keep into writer w, with their value types."""
     for key, f in r.fields.items():
-        if not key.startswith("tokenizer."):
+        if key.startswith("GGUF.") or not keep(key):
             continue
         vtype = f.types[0]
         if vtype == gguf.GGUFValueType.ARRAY:
             w.add_key_value(key, f.contents(), vtype, sub_type=f.types[-1])
         else:
             w.add_key_value(key, f.contents(), vtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _vocab(vocab_file):
+    """A vocabulary file, parsed once a process (gguf's reader takes seconds on a 150k-token one)."""
+    return gguf.GGUFReader(vocab_file)
+
+
+def copy_tokenizer(w, vocab_file):
+    r = _vocab(vocab_file)
+    copy_fields(w, r, lambda key: key.startswith("tokenizer."))
     return len(r.fields["tokenizer.ggml.tokens"].data)
 
 
 def _token_types(vocab_file):
-    r = gguf.GGUFReader(vocab_file)
+    r = _vocab(vocab_file)
     f = r.fields.get("tokenizer.ggml.token_type")
     n = len(r.fields["tokenizer.ggml.tokens"].data)
     return np.ones(n, dtype=np.int64) if f is None else np.array([f.parts[i][0] for i in f.data])
 
 
+class _Both:
+    """Two writers fed the same calls; the second gets every tensor as float32, dequantized by gguf's own
+    reference dequantizer: the same model in float32, written without reading the first file back."""
+
+    def __init__(self, w, w32):
+        self.w, self.w32 = w, w32
+
+    def add_tensor(self, name, data, raw_dtype=None):
+        x = data if raw_dtype is None else gguf.quants.dequantize(data, raw_dtype)
+        self.w32.add_tensor(name, np.ascontiguousarray(x, dtype=np.float32))
+        return self.w.add_tensor(name, data) if raw_dtype is None else self.w.add_tensor(name, data, raw_dtype=raw_dtype)
+
+    def __getattr__(self, name):
+        a, b = getattr(self.w, name), getattr(self.w32, name)
+        return lambda *args, **kw: (b(*args, **kw), a(*args, **kw))[1]
+
+
 def make(path, arch, wtype, vocab_file, dim=256, layers=2, heads=4, kv_heads=2, ffn=512, context=512,
-         seed=0, tied=False, head_dim=None, chain=False):
+         seed=0, tied=False, head_dim=None, chain=False, sigma=0.08, f32_copy=None):
     """chain: the output matrix is the embedding with its rows permuted, so the next token is mostly a fixed
     permutation of the last one over the vocabulary's normal tokens, by a wide margin: greedy decoding then
     does not flip on the rounding differences between implementations (llama.cpp quantizes activations to
-    8 bits for quantized weights), while every layer still shapes the logits that are compared."""
+    8 bits for quantized weights), while every layer still shapes the logits that are compared.
+    f32_copy: also write the same model with every tensor dequantized to float32 there."""
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(path, arch)
+    if f32_copy:
+        w = _Both(w, gguf.GGUFWriter(f32_copy, arch))
     vocab = copy_tokenizer(w, vocab_file)
     hd = head_dim or dim // heads
     w.add_context_length(context)
@@ -121,16 +154,16 @@ def make(path, arch, wtype, vocab_file, dim=256, layers=2, heads=4, kv_heads=2, 
         if arch == "gpt2":
             vec(b + "attn_norm.bias", dim)
             vec(b + "ffn_norm.bias", dim)
-            _matrix(rng, w, b + "attn_qkv.weight", (q_out + 2 * kv_out, dim), wtype, 0.08)
+            _matrix(rng, w, b + "attn_qkv.weight", (q_out + 2 * kv_out, dim), wtype, sigma)
             vec(b + "attn_qkv.bias", q_out + 2 * kv_out)
             vec(b + "attn_output.bias", dim)
             vec(b + "ffn_up.bias", ffn)
             vec(b + "ffn_down.bias", dim)
         else:
-            _matrix(rng, w, b + "attn_q.weight", (q_out, dim), wtype, 0.08)
-            _matrix(rng, w, b + "attn_k.weight", (kv_out, dim), wtype, 0.08)
-            _matrix(rng, w, b + "attn_v.weight", (kv_out, dim), wtype, 0.08)
-            _matrix(rng, w, b + "ffn_gate.weight", (ffn, dim), wtype, 0.08)
+            _matrix(rng, w, b + "attn_q.weight", (q_out, dim), wtype, sigma)
+            _matrix(rng, w, b + "attn_k.weight", (kv_out, dim), wtype, sigma)
+            _matrix(rng, w, b + "attn_v.weight", (kv_out, dim), wtype, sigma)
+            _matrix(rng, w, b + "ffn_gate.weight", (ffn, dim), wtype, sigma)
             if arch == "qwen2":
                 vec(b + "attn_q.bias", q_out)
                 vec(b + "attn_k.bias", kv_out)
@@ -138,9 +171,9 @@ def make(path, arch, wtype, vocab_file, dim=256, layers=2, heads=4, kv_heads=2, 
             if arch == "qwen3":
                 vec(b + "attn_q_norm.weight", hd, 1.0)
                 vec(b + "attn_k_norm.weight", hd, 1.0)
-        _matrix(rng, w, b + "attn_output.weight", (dim, q_out), wtype, 0.08)
-        _matrix(rng, w, b + "ffn_up.weight", (ffn, dim), wtype, 0.08)
-        _matrix(rng, w, b + "ffn_down.weight", (dim, ffn), wtype, 0.08)
+        _matrix(rng, w, b + "attn_output.weight", (dim, q_out), wtype, sigma)
+        _matrix(rng, w, b + "ffn_up.weight", (ffn, dim), wtype, sigma)
+        _matrix(rng, w, b + "ffn_down.weight", (dim, ffn), wtype, sigma)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
