@@ -53,8 +53,9 @@ def llama_cpp_run(path):
         t0 = time.perf_counter()
         m.eval(ids)
         t1 = time.perf_counter()
-        for _ in range(GEN):
-            m.eval([int(np.argmax(m.scores[m.n_tokens - 1]))])
+        for _ in range(GEN):  # the last row's logits from llama.cpp itself (scores holds n_batch rows only)
+            row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(m._ctx.ctx, -1), shape=(m.n_vocab(),))
+            m.eval([int(np.argmax(row))])
         t2 = time.perf_counter()
         best_p, best_d = max(best_p, PROMPT / (t1 - t0)), max(best_d, GEN / (t2 - t1))
     return best_p, best_d
@@ -64,17 +65,18 @@ def tg_run(path, cache):
     env = dict(os.environ, DEV=os.environ.get("DEV", "CLANG"), TG_CACHE_DIR=cache)
     ids = ",".join(map(str, prompt_ids(PROMPT)))
     out = os.path.join(cache, "run.json")
-    best_p = best_d = 0.0
+    best_p = best_d = best_r = 0.0
     for i in range(3):  # the first fills the kernel cache
         r = subprocess.run([TG, "llm", "--model", path, "--tokens", ids, "--max-tokens", str(GEN),
                             "--context", str(PROMPT + GEN + 8), "--json", out], env=env, capture_output=True,
-                           text=True, timeout=1800)
+                           text=True, errors="replace", timeout=1800)
         if r.returncode != 0:
             raise SystemExit(f"tg llm failed: {r.stderr[-3000:]}")
         j = json.load(open(out))
         if i > 0:
             best_p, best_d = max(best_p, j["prompt_tokens_per_s"]), max(best_d, j["tokens_per_s"])
-    return best_p, best_d
+            best_r = max(best_r, j["replayed_tokens_per_s"])
+    return best_p, best_d, best_r
 
 
 def main():
@@ -87,13 +89,15 @@ def main():
         models.make(path, "llama", wtype, VOCAB, dim=1024, layers=16, heads=16, kv_heads=4, ffn=2816,
                     context=2048, seed=1)
         lp, ld = llama_cpp_run(path)
-        op, od = tg_run(path, os.path.join(tmp, "cache"))
+        op, od, orr = tg_run(path, os.path.join(tmp, "cache"))
         wb = weight_bytes_per_token(path)
         limit = gbps * 1e9 / wb
         print(f"{wtype:<8} {'prefill':<9} {lp:>10.1f} {op:>10.1f} {op / lp:>6.2f}x {'>= 0.8x':>8}")
         print(f"{wtype:<8} {'decode':<9} {ld:>10.1f} {od:>10.1f} {od / ld:>6.2f}x {'>= 0.9x':>8}")
+        # the same decode after its first two steps (run, then captured by the JIT): the replayed rate
+        print(f"{wtype:<8} {'replayed':<9} {ld:>10.1f} {orr:>10.1f} {orr / ld:>6.2f}x")
         print(f"{wtype:<8} {'limit':<9} {wb / 1e6:>8.1f}MB/token -> {limit:.1f} tokens/s: llama.cpp "
-              f"{ld / limit:.0%}, tg llm {od / limit:.0%} (target >= 70%)")
+              f"{ld / limit:.0%}, tg llm {od / limit:.0%} (replayed {orr / limit:.0%}; target >= 70%)")
         os.remove(path)
 
 

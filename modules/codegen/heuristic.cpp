@@ -19,14 +19,28 @@ namespace tg::codegen {
 
 namespace heuristic {
 
+namespace {
+
+// The largest trip count of a range whose bound is symbolic (0 when even that is unknown).
+int64_t largest(const UOpRef& range) {
+  ConstValue hi = range->src(0)->vmax();
+  const int64_t* v = std::get_if<int64_t>(&hi);
+  return v ? std::max<int64_t>(*v, 0) : 0;
+}
+
+}  // namespace
+
 Kernel::Kernel(const UOpRef& ast, const sdk::RendererCaps& caps)
     : ast_(ast), caps_(caps), axes_(kernel_axes(ast)) {
   for (const KernelAxis& a : axes_) {
-    work_ *= std::max<int64_t>(a.size, 1), ranges_.push_back(a.range.get());
+    // a symbolic axis counts at its largest size: decode attention over n cached positions is big work
+    // (kept as one scalar loop, it ran at 0.5 GB/s), though the axis itself is never split
+    int64_t n = a.size > 0 ? a.size : largest(a.range);
+    work_ *= std::max<int64_t>(n, 1), ranges_.push_back(a.range.get());
     if (a.reduce)
       has_reduce_ = true;
     else
-      outputs_ *= std::max<int64_t>(a.size, 1);
+      outputs_ *= std::max<int64_t>(n, 1);
   }
   for (const UOp* u : ast->toposort())
     if (u->op() == Ops::INDEX && u->src(0)->op() == Ops::DEFINE_GLOBAL) {
