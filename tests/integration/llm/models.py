@@ -1,7 +1,7 @@
 """Small gguf models with random weights for the llm tests and benchmark, written with the gguf package.
 
 make(path, arch, wtype, vocab_file, ...) writes a llama-, qwen2-, qwen3- or gpt2-shaped model whose matrices
-are stored as wtype (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K) and whose tokenizer metadata is copied from one of
+are stored as wtype (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) and whose tokenizer metadata is copied from one of
 llama.cpp's ggml-vocab-*.gguf files. Q8_0/Q4_0 go through gguf's own quantizer; gguf has none for the
 K-quants, so their blocks are random bytes with scales chosen for weights of about the same spread.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`tg llm` against llama.cpp on the same gguf files: usage test_llm_reference.py TG_BINARY OUT_DIR EXAMPLE.
 
-For each architecture (llama, qwen2, qwen3, gpt2) and weight type (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K) a small
+For each architecture (llama, qwen2, qwen3, gpt2) and weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) a small
 model with random weights (models.py) and a real llama.cpp vocabulary is written, then
   - the prompt text tokenizes to llama.cpp's ids;
   - 32 greedy tokens after it are llama.cpp's (run through llama-cpp-python, llama.cpp's CPU backend);
@@ -28,10 +28,10 @@ ARCHS = {  # arch: (vocabulary, model options)
     "qwen3": ("ggml-vocab-qwen2.gguf", {"head_dim": 128}),
     "gpt2": ("ggml-vocab-gpt-2.gguf", {}),
 }
-TYPES = ["F32", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"]
+TYPES = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"]
 PROMPT = "The quick brown fox jumps over the lazy dog"
 STEPS = 32
-TOL_FILE = {"F32": 0.01, "F16": 0.02}  # the quantized types: 0.2
+TOL_FILE = {"F32": 0.01, "F16": 0.02, "BF16": 0.03}  # the quantized types: 0.2
 TOL_EXACT = 0.005
 # The layers' weight spread: small enough that llama.cpp's 8-bit activations (Q8_K for the K-quants) do not
 # flip its greedy choices against ours (at 0.08 the Q4_K and Q6_K llama files did, a few steps in).
