@@ -14,5 +14,6 @@ int train_mnist(Args args);
 int infer(Args args);
 int viz(Args args);
 int llm(Args args);
+int onnx(Args args);
 
 }  // namespace tg::cli

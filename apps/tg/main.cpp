@@ -37,6 +37,10 @@ constexpr Command kCommands[] = {
      tg::cli::viz},
     {"infer", "classify Fashion-MNIST test images with a saved model (--model --data --show --eval)",
      "[--model fashion_mnist_cnn.safetensors] [--data DIR] [--show 10] [--eval N]", tg::cli::infer},
+    {"onnx", "run an ONNX model on .npy inputs, describe it, or run ONNX's backend node tests",
+     "info MODEL | run MODEL [--inputs a.npy,name=b.npy] [--out DIR] [--device DEV] | "
+     "test --suite DIR [--expect FILE] [--report FILE] [--filter REGEX]",
+     tg::cli::onnx},
     {"llm",
      "run a gguf language model: one prompt, an interactive chat, or `serve` (an OpenAI-compatible server)",
      "[serve] --model FILE.gguf [--prompt TEXT | --tokens 1,2,3] [--system TEXT] [--max-tokens 256] "

@@ -1,0 +1,289 @@
+// Graph checks (unsupported operators, missing producers, cycles) and evaluation with nested scopes.
+#include "onnx/runner.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
+
+#include "base/error.hpp"
+#include "onnx/ops.hpp"
+#include "tensor/realize.hpp"
+
+namespace tg::onnx {
+namespace {
+
+using Names = std::set<std::string, std::less<>>;
+
+std::string op_key(const Node& n) { return n.domain.empty() ? n.op_type : n.domain + ":" + n.op_type; }
+
+template <typename F>
+void for_each_subgraph(const Node& n, F&& f) {
+  for (const auto& [name, v] : n.attrs)
+    if (const auto* g = std::get_if<std::shared_ptr<const Graph>>(&v)) f(name, **g);
+}
+
+// Names a graph reads from enclosing scopes: used by its nodes (or theirs) but defined nowhere inside.
+void outer_names(const Graph& g, Names& out) {
+  Names defined;
+  for (const auto& [name, t] : g.initializers) defined.insert(name);
+  for (const auto& v : g.inputs) defined.insert(v.name);
+  for (const auto& n : g.nodes)
+    for (const auto& o : n.outputs) defined.insert(o);
+  Names used;
+  for (const auto& n : g.nodes) {
+    for (const auto& i : n.inputs) used.insert(i);
+    for_each_subgraph(n, [&](const std::string&, const Graph& sub) { outer_names(sub, used); });
+  }
+  for (const auto& o : g.outputs) used.insert(o.name);
+  for (const auto& u : used)
+    if (!u.empty() && !defined.contains(u)) out.insert(u);
+}
+
+// Sorts g's nodes so each comes after its producers (sub-graphs too), checking that every name read has
+// a producer and that there is no cycle.
+void prepare(Graph& g, const Names& outer) {
+  Names known = outer;
+  for (const auto& [name, t] : g.initializers) known.insert(name);
+  for (const auto& v : g.inputs) known.insert(v.name);
+  std::map<std::string, size_t, std::less<>> producer;
+  for (size_t i = 0; i < g.nodes.size(); i++)
+    for (const auto& o : g.nodes[i].outputs) {
+      if (o.empty()) continue;
+      if (producer.contains(o) || known.contains(o))
+        throw FormatError("onnx", fmt::format("graph '{}': '{}' is defined twice (again by {})", g.name, o,
+                                              g.nodes[i].label()));
+      producer[o] = i;
+    }
+  size_t n = g.nodes.size();
+  std::vector<std::vector<size_t>> users(n);
+  std::vector<size_t> waiting(n, 0);
+  for (size_t i = 0; i < n; i++) {
+    Names reads(g.nodes[i].inputs.begin(), g.nodes[i].inputs.end());
+    for_each_subgraph(g.nodes[i], [&](const std::string&, const Graph& sub) { outer_names(sub, reads); });
+    for (const auto& r : reads) {
+      if (r.empty()) continue;
+      if (auto it = producer.find(r); it != producer.end()) {
+        users[it->second].push_back(i);
+        waiting[i]++;
+      } else if (!known.contains(r)) {
+        throw FormatError("onnx", fmt::format("graph '{}': {} reads '{}', which no node, graph input or "
+                                              "initializer defines",
+                                              g.name, g.nodes[i].label(), r));
+      }
+    }
+  }
+  std::vector<size_t> order, ready;
+  for (size_t i = n; i-- > 0;)
+    if (waiting[i] == 0) ready.push_back(i);
+  while (!ready.empty()) {
+    size_t i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (size_t u : users[i])
+      if (--waiting[u] == 0) ready.push_back(u);
+  }
+  if (order.size() != n) {
+    for (size_t i = 0; i < n; i++)
+      if (waiting[i] > 0)
+        throw FormatError("onnx",
+                          fmt::format("graph '{}' has a cycle through {}", g.name, g.nodes[i].label()));
+  }
+  for (const auto& o : g.outputs)
+    if (!producer.contains(o.name) && !known.contains(o.name))
+      throw FormatError("onnx", fmt::format("graph '{}': output '{}' is defined by no node", g.name, o.name));
+  std::vector<Node> sorted;
+  sorted.reserve(n);
+  for (size_t i : order) sorted.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(sorted);
+  // Sub-graphs see everything defined in this graph (ONNX's lexical scoping).
+  Names inner = known;
+  for (const auto& [name, i] : producer) inner.insert(name);
+  for (auto& node : g.nodes)
+    for (auto& [name, v] : node.attrs)
+      if (auto* sub = std::get_if<std::shared_ptr<const Graph>>(&v)) {
+        auto copy = std::make_shared<Graph>(**sub);
+        prepare(*copy, inner);
+        v = std::shared_ptr<const Graph>(std::move(copy));
+      }
+}
+
+void count_unsupported(const Graph& g, std::map<std::string, int>& out) {
+  const OpTable& table = op_table();
+  for (const auto& n : g.nodes) {
+    if (!table.contains(op_key(n))) out[op_key(n)]++;
+    for_each_subgraph(n, [&](const std::string&, const Graph& sub) { count_unsupported(sub, out); });
+  }
+}
+
+struct Scope {
+  const Scope* parent = nullptr;
+  std::map<std::string, Value, std::less<>> values;
+  const Value* find(std::string_view name) const {
+    for (const Scope* s = this; s; s = s->parent)
+      if (auto it = s->values.find(name); it != s->values.end()) return &it->second;
+    return nullptr;
+  }
+};
+
+std::vector<Value> eval(const Graph& g, const std::vector<std::pair<std::string, Value>>& bound,
+                        const Scope* parent, int64_t opset, const std::string& device) {
+  Scope scope{parent, {}};
+  for (const auto& [name, t] : g.initializers) scope.values[name] = t;
+  for (const auto& [name, v] : bound) scope.values[name] = v;
+  const OpTable& table = op_table();
+  GraphRunner run_sub = [&](const Graph& sub, const std::vector<Value>& inputs) {
+    if (inputs.size() > sub.inputs.size())
+      throw ValueError("onnx", fmt::format("sub-graph '{}' takes {} inputs, not {}", sub.name,
+                                           sub.inputs.size(), inputs.size()));
+    std::vector<std::pair<std::string, Value>> b;
+    for (size_t i = 0; i < inputs.size(); i++) b.emplace_back(sub.inputs[i].name, inputs[i]);
+    return eval(sub, b, &scope, opset, device);
+  };
+  for (const Node& node : g.nodes) {
+    std::vector<Value> inputs;
+    inputs.reserve(node.inputs.size());
+    for (const auto& name : node.inputs) {
+      if (name.empty()) {
+        inputs.emplace_back();
+        continue;
+      }
+      const Value* v = scope.find(name);
+      if (!v) throw ValueError("onnx", fmt::format("{}: input '{}' has no value", node.label(), name));
+      inputs.push_back(*v);
+    }
+    auto fn = table.find(op_key(node));
+    if (fn == table.end())
+      throw NotSupportedError("onnx",
+                              fmt::format("{}: operator {} is not supported", node.label(), op_key(node)));
+    OpContext ctx(node, opset, std::move(inputs), run_sub, device);
+    std::vector<Value> outs = fn->second(ctx);
+    for (size_t i = 0; i < node.outputs.size(); i++) {
+      if (node.outputs[i].empty()) continue;
+      if (i >= outs.size())
+        throw NotSupportedError(
+            "onnx", fmt::format("{}: output {} ('{}') is not computed", node.label(), i, node.outputs[i]));
+      scope.values[node.outputs[i]] = std::move(outs[i]);
+    }
+  }
+  std::vector<Value> out;
+  for (const auto& o : g.outputs) {
+    const Value* v = scope.find(o.name);
+    if (!v) throw ValueError("onnx", fmt::format("graph '{}': output '{}' has no value", g.name, o.name));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+std::string dims_str(const Shape& s) {
+  std::vector<std::string> parts;
+  for (const auto& d : s) parts.push_back(fmt::format("{}", static_cast<int64_t>(d)));
+  return fmt::format("({})", fmt::join(parts, ","));
+}
+
+void check_feed(const ValueInfo& info, const Value& v, std::map<std::string, int64_t>& named) {
+  auto mismatch = [&](std::string_view got) {
+    throw ValueError("onnx", fmt::format("input '{}': expected {}, got {}", info.name, describe(info), got));
+  };
+  if (info.is_sequence) {
+    if (!std::holds_alternative<Sequence>(v)) mismatch("a tensor");
+    return;
+  }
+  const Tensor* t = std::get_if<Tensor>(&v);
+  if (!t) {
+    if (info.is_optional && std::holds_alternative<std::monostate>(v)) return;
+    mismatch(std::holds_alternative<Sequence>(v) ? "a sequence" : "no value");
+  }
+  std::string got = fmt::format("{} {}", onnx_type_name(dtype_to_onnx(t->dtype())), dims_str(t->shape()));
+  if (info.elem_type != 0 && dtype_to_onnx(t->dtype()) != info.elem_type) mismatch(got);
+  if (!info.has_shape) return;
+  if (t->ndim() != static_cast<int>(info.dims.size())) mismatch(got);
+  for (size_t i = 0; i < info.dims.size(); i++) {
+    int64_t size = static_cast<int64_t>(t->shape()[i]);
+    if (const int64_t* d = std::get_if<int64_t>(&info.dims[i])) {
+      if (*d > 0 && *d != size) mismatch(got);
+    } else if (const std::string& name = std::get<std::string>(info.dims[i]); !name.empty()) {
+      auto [it, fresh] = named.emplace(name, size);
+      if (!fresh && it->second != size)
+        throw ValueError("onnx", fmt::format("input '{}': axis '{}' is {} here but {} in an earlier input",
+                                             info.name, name, size, it->second));
+    }
+  }
+}
+
+}  // namespace
+
+std::string describe(const ValueInfo& info) {
+  std::string type = info.elem_type ? onnx_type_name(info.elem_type) : "tensor";
+  if (info.is_sequence) type = "sequence of " + type;
+  if (!info.has_shape) return type;
+  std::vector<std::string> dims;
+  for (const auto& d : info.dims)
+    dims.push_back(std::holds_alternative<int64_t>(d) ? fmt::format("{}", std::get<int64_t>(d))
+                                                      : fmt::format("'{}'", std::get<std::string>(d)));
+  return fmt::format("{} ({})", type, fmt::join(dims, ","));
+}
+
+Runner::Runner(Model model, std::string device)
+    : model_(std::move(model)),
+      device_(device.empty() ? engine::default_device_name() : engine::canonical_device(device)) {
+  std::map<std::string, int> missing = unsupported_ops(model_);
+  if (!missing.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [op, n] : missing)
+      parts.push_back(fmt::format("{} ({} node{})", op, n, n == 1 ? "" : "s"));
+    throw NotSupportedError("onnx",
+                            fmt::format("the model uses {} unsupported operator{}: {}", missing.size(),
+                                        missing.size() == 1 ? "" : "s", fmt::join(parts, ", ")));
+  }
+  for (const auto& [domain, version] : model_.opsets)
+    if (!domain.empty() && domain != "com.microsoft" && domain != "ai.onnx.ml")
+      throw NotSupportedError("onnx", fmt::format("operator set '{}' is not supported", domain));
+  prepare(model_.graph, {});
+}
+
+Runner Runner::load(const std::filesystem::path& path, std::string device) {
+  return Runner(load_model(path, device), device);
+}
+
+std::map<std::string, int> Runner::unsupported_ops(const Model& model) {
+  std::map<std::string, int> out;
+  count_unsupported(model.graph, out);
+  return out;
+}
+
+std::map<std::string, Value> Runner::run(const std::map<std::string, Value>& feeds) const {
+  const Graph& g = model_.graph;
+  std::map<std::string, int64_t> named;
+  std::vector<std::pair<std::string, Value>> bound;
+  for (const auto& info : g.inputs) {
+    auto it = feeds.find(info.name);
+    if (it == feeds.end()) {
+      if (info.is_optional) continue;
+      throw ValueError("onnx", fmt::format("input '{}' ({}) is not given", info.name, describe(info)));
+    }
+    check_feed(info, it->second, named);
+    Value v = it->second;
+    if (auto* t = std::get_if<Tensor>(&v); t && t->device() != device_) *t = t->to(device_);
+    bound.emplace_back(info.name, std::move(v));
+  }
+  for (const auto& [name, v] : feeds) {
+    bool is_input =
+        std::any_of(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == name; });
+    if (is_input) continue;
+    auto init = g.initializers.find(name);
+    if (init == g.initializers.end())
+      throw ValueError("onnx", fmt::format("'{}' is not an input of the model", name));
+    const Tensor* t = std::get_if<Tensor>(&v);
+    if (!t || t->dtype() != init->second.dtype() || t->shape() != init->second.shape())
+      throw ValueError("onnx", fmt::format("'{}' overrides an initializer of {} {}", name,
+                                           init->second.dtype().name(), dims_str(init->second.shape())));
+    bound.emplace_back(name, v);
+  }
+  std::vector<Value> outs = eval(g, bound, nullptr, model_.opset(), device_);
+  std::map<std::string, Value> result;
+  for (size_t i = 0; i < g.outputs.size(); i++) result[g.outputs[i].name] = std::move(outs[i]);
+  return result;
+}
+
+}  // namespace tg::onnx
