@@ -152,14 +152,33 @@ Tensor repeated_diagonal(const Tensor& x, int j, int k) {
   return x.diagonal(0, j, k);
 }
 
+// Replaces "..." in each operand's indices by letters no operand names, aligned from the right across
+// operands (equal sizes, no broadcasting); returns the letters of the longest ellipsis ("" without one).
+std::string expand_ellipsis(std::vector<std::string>& inputs, const std::vector<Tensor>& xs) {
+  int most = 0;
+  for (size_t i = 0; i < inputs.size(); i++)
+    if (inputs[i].find("...") != std::string::npos)
+      most = std::max(most, xs[i].ndim() - static_cast<int>(inputs[i].size() - 3));
+  std::string free;
+  for (char c = 'A'; c <= 'z' && static_cast<int>(free.size()) < most; c++)
+    if (std::isalpha(static_cast<unsigned char>(c)) &&
+        std::none_of(inputs.begin(), inputs.end(), [c](const std::string& s) { return s.find(c) != std::string::npos; }))
+      free += c;
+  for (size_t i = 0; i < inputs.size(); i++)
+    if (size_t e = inputs[i].find("..."); e != std::string::npos) {
+      int n = xs[i].ndim() - static_cast<int>(inputs[i].size() - 3);
+      if (n < 0) throw ShapeError("einsum", fmt::format("operand {} has too few axes for '{}'", i, inputs[i]));
+      inputs[i].replace(e, 3, free.substr(free.size() - static_cast<size_t>(n)));
+    }
+  return free;
+}
+
 }  // namespace
 
 Tensor Tensor::einsum(std::string_view formula, std::vector<Tensor> xs, std::optional<DType> dtype) {
   std::string f;
   for (char c : formula)
     if (c != ' ') f += c;
-  if (f.find("...") != std::string::npos)
-    throw NotSupportedError("einsum", "'...' in the formula is not supported");
   size_t arrow = f.find("->");
   std::string lhs = f.substr(0, arrow), rhs;
   std::vector<std::string> inputs(1);
@@ -172,14 +191,22 @@ Tensor Tensor::einsum(std::string_view formula, std::vector<Tensor> xs, std::opt
   if (inputs.size() != xs.size())
     throw ValueError(
         "einsum", fmt::format("'{}' names {} operands but {} were given", formula, inputs.size(), xs.size()));
+  std::string ellipsis = expand_ellipsis(inputs, xs);
+  if (!ellipsis.empty()) {
+    lhs.clear();
+    for (const std::string& s : inputs) lhs += (lhs.empty() ? "" : ",") + s;
+  }
   for (char c : lhs)
     if (c != ',' && !std::isalpha(static_cast<unsigned char>(c)))
       throw ValueError("einsum", fmt::format("'{}' is not a letter in '{}'", c, formula));
-  if (arrow != std::string::npos)
+  if (arrow != std::string::npos) {
     rhs = f.substr(arrow + 2);
-  else
+    if (size_t e = rhs.find("..."); e != std::string::npos) rhs.replace(e, 3, ellipsis);
+  } else {
+    rhs = ellipsis;  // NumPy's order: the ellipsis axes, then the indices named once
     for (char c = 'A'; c <= 'z'; c++)
-      if (std::count(lhs.begin(), lhs.end(), c) == 1) rhs += c;
+      if (std::count(lhs.begin(), lhs.end(), c) == 1 && ellipsis.find(c) == std::string::npos) rhs += c;
+  }
 
   std::map<char, int64_t> sizes;
   for (size_t i = 0; i < xs.size(); i++) {

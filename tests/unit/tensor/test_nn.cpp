@@ -63,6 +63,10 @@ BOOST_AUTO_TEST_CASE(einsum) {
   expect_values(Tensor::einsum("ij->", {a}), {10});
   Tensor bb = f32({1, 0, 0, 1, 2, 0, 0, 2}, {2, 2, 2});
   expect_values(Tensor::einsum("bij,bjk->bik", {bb, bb}), {1, 0, 0, 1, 4, 0, 0, 4});
+  // "..." names the axes the letters leave: here b, in front; without "->" they come first in the output
+  expect_values(Tensor::einsum("...ij,...jk->...ik", {bb, bb}), {1, 0, 0, 1, 4, 0, 0, 4});
+  expect_values(Tensor::einsum("...ij,...jk", {bb, bb}), {1, 0, 0, 1, 4, 0, 0, 4});
+  expect_values(Tensor::einsum("...j,j->...", {bb, f32({1, 2})}), {1, 2, 2, 4});
   expect_error<ShapeError>(
       [&] {
         Tensor::einsum("ij,jk->ik", {a, Tensor::ones({3, 2})});
