@@ -38,6 +38,7 @@ py::array to_numpy_array(const Tensor& t);
 tg::Reduction to_reduction(const std::string& r);
 
 void bind_nn(py::module_& m);
+void bind_onnx(py::module_& m);  // onnx.cpp
 void bind_tensor_more(py::class_<Tensor>& t);  // tensor_more.cpp
 void add_text_signatures(py::module_ m);       // signatures.cpp
 

@@ -871,5 +871,6 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
 
   bind_tensor_more(t);
   bind_nn(m);
+  bind_onnx(m);
   add_text_signatures(m);
 }

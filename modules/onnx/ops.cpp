@@ -155,6 +155,8 @@ const OpTable& op_table() {
     add_shape_ops(t);
     add_nn_ops(t);
     add_control_ops(t);
+    add_loss_ops(t);
+    add_resize_ops(t);
     return t;
   }();
   return table;

@@ -3,6 +3,8 @@
 // which graph gets built, so it cannot stay lazy.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "onnx/ops.hpp"
 
 namespace tg::onnx {

@@ -1,7 +1,271 @@
+// Matrix products, convolutions, pools and normalizations, each from Tensor's own matmul/conv/pool ops.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
 #include "onnx/ops.hpp"
 
 namespace tg::onnx {
+namespace {
 
-void add_nn_ops(OpTable&) {}
+int64_t dim(const Tensor& t, int i) { return static_cast<int64_t>(t.shape()[i]); }
+
+std::vector<Value> matmul(const OpContext& c) { return {c.in(0).matmul(c.in(1))}; }
+
+std::vector<Value> gemm(const OpContext& c) {
+  Tensor a = c.attr_int("transA", 0) ? c.in(0).transpose(0, 1) : c.in(0);
+  Tensor b = c.attr_int("transB", 0) ? c.in(1).transpose(0, 1) : c.in(1);
+  double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
+  Tensor y = a.matmul(b);
+  if (alpha != 1.0) y = y * alpha;
+  if (auto bias = c.opt(2)) y = y + (beta != 1.0 ? *bias * beta : *bias);
+  return {y};
+}
+
+// Spatial padding per axis as (begin, end): explicit pads or auto_pad's SAME_UPPER/SAME_LOWER/VALID.
+std::vector<std::pair<int64_t, int64_t>> conv_pads(const OpContext& c, const Tensor& x,
+                                                   const std::vector<int64_t>& kernel,
+                                                   const std::vector<int64_t>& stride,
+                                                   const std::vector<int64_t>& dilation) {
+  size_t n = kernel.size();
+  std::string auto_pad = c.attr_str("auto_pad", "NOTSET");
+  std::vector<std::pair<int64_t, int64_t>> out(n, {0, 0});
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; i++) {
+      int64_t in = dim(x, static_cast<int>(i + 2));
+      int64_t want = (in + stride[i] - 1) / stride[i];
+      int64_t total = std::max<int64_t>(0, (want - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1 - in);
+      int64_t small = total / 2;
+      out[i] = auto_pad == "SAME_UPPER" ? std::pair{small, total - small} : std::pair{total - small, small};
+    }
+  } else if (auto_pad == "NOTSET") {
+    std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+    if (pads.size() != 2 * n) c.fail(fmt::format("pads has {} values for {} spatial axes", pads.size(), n));
+    for (size_t i = 0; i < n; i++) out[i] = {pads[i], pads[i + n]};
+  } else if (auto_pad != "VALID") {
+    c.fail(fmt::format("auto_pad '{}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", auto_pad));
+  }
+  return out;
+}
+
+std::vector<int64_t> ints_or(const OpContext& c, std::string_view name, size_t n, int64_t fill) {
+  std::vector<int64_t> v = c.attr_ints(name, std::vector<int64_t>(n, fill));
+  if (v.size() != n) c.fail(fmt::format("{} has {} values for {} spatial axes", name, v.size(), n));
+  return v;
+}
+
+std::vector<Value> conv(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& w = c.in(1);
+  size_t n = static_cast<size_t>(w.ndim() - 2);
+  std::vector<int64_t> kernel;
+  for (int i = 2; i < w.ndim(); i++) kernel.push_back(dim(w, i));
+  auto stride = ints_or(c, "strides", n, 1), dilation = ints_or(c, "dilations", n, 1);
+  auto pads = conv_pads(c, x, kernel, stride, dilation);
+  Tensor bias = c.has(2) ? c.in(2) : Tensor();
+  return {x.conv(w, bias, stride, Padding(pads), dilation, c.attr_int("group", 1), "Conv")};
+}
+
+std::vector<Value> conv_transpose(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  const Tensor& w = c.in(1);
+  size_t n = static_cast<size_t>(w.ndim() - 2);
+  auto stride = ints_or(c, "strides", n, 1), dilation = ints_or(c, "dilations", n, 1);
+  auto out_pad = ints_or(c, "output_padding", n, 0);
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  std::vector<int64_t> full(n);
+  for (size_t i = 0; i < n; i++)
+    full[i] = (dim(x, static_cast<int>(i + 2)) - 1) * stride[i] +
+              (dim(w, static_cast<int>(i + 2)) - 1) * dilation[i] + 1 + out_pad[i];
+  std::string auto_pad = c.attr_str("auto_pad", "NOTSET");
+  if (c.has_attr("output_shape") || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    std::vector<int64_t> shape = c.attr_ints("output_shape", std::vector<int64_t>{});
+    if (shape.size() > n) shape.erase(shape.begin(), shape.end() - static_cast<std::ptrdiff_t>(n));
+    for (size_t i = 0; i < n; i++) {
+      int64_t want = shape.empty() ? dim(x, static_cast<int>(i + 2)) * stride[i] : shape[i];
+      int64_t total = std::max<int64_t>(0, full[i] - want);
+      bool lower = auto_pad == "SAME_LOWER";
+      pads[i] = lower ? total - total / 2 : total / 2;
+      pads[i + n] = total - pads[i];
+    }
+  }
+  if (pads.size() != 2 * n) c.fail(fmt::format("pads has {} values for {} spatial axes", pads.size(), n));
+  Tensor bias = c.has(2) ? c.in(2) : Tensor();
+  Tensor y = x.conv_transpose(w, bias, stride, 0, out_pad, c.attr_int("group", 1), dilation, "ConvTranspose");
+  ShapePairs bounds{{0, y.shape()[0]}, {0, y.shape()[1]}};
+  for (size_t i = 0; i < n; i++) bounds.push_back({pads[i], full[i] - pads[i + n]});
+  return {y.shrink(bounds)};
+}
+
+// MaxPool and AveragePool: pad (with ceil_mode's extra end rows), window, reduce.
+std::vector<Value> pool(const OpContext& c, bool is_max) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
+  size_t n = kernel.size();
+  if (static_cast<size_t>(x.ndim()) != n + 2) c.fail("kernel_shape does not match the input's spatial axes");
+  auto stride = ints_or(c, "strides", n, 1), dilation = ints_or(c, "dilations", n, 1);
+  auto pads = conv_pads(c, x, kernel, stride, dilation);
+  bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+  std::vector<std::pair<int64_t, int64_t>> all{{0, 0}, {0, 0}};
+  for (size_t i = 0; i < n; i++) {
+    int64_t in = dim(x, static_cast<int>(i + 2)) + pads[i].first + pads[i].second;
+    int64_t span = (kernel[i] - 1) * dilation[i] + 1;
+    int64_t out = ceil_mode ? (in - span + stride[i] - 1) / stride[i] + 1 : (in - span) / stride[i] + 1;
+    // ceil_mode: the last window must start inside the input or its begin padding.
+    if (ceil_mode && (out - 1) * stride[i] >= dim(x, static_cast<int>(i + 2)) + pads[i].first) out--;
+    int64_t extra = std::max<int64_t>(0, (out - 1) * stride[i] + span - in);
+    all.push_back({pads[i].first, pads[i].second + extra});
+  }
+  std::vector<int> window_axes;
+  for (size_t i = 0; i < n; i++) window_axes.push_back(static_cast<int>(n + 2 + i));
+  if (is_max) {
+    Number lowest = x.dtype().is_float() ? Number(-std::numeric_limits<double>::infinity())
+                                         : Number(std::numeric_limits<int64_t>::min() / 2);
+    return {x.pad(all, PadMode::CONSTANT, lowest).pool(kernel, stride, dilation, "MaxPool").max(window_axes)};
+  }
+  Tensor sum = x.pad(all).pool(kernel, stride, dilation, "AveragePool").sum(window_axes);
+  if (c.attr_int("count_include_pad", 0)) {
+    // Explicit padding counts, ceil_mode's extra rows do not.
+    std::vector<std::pair<int64_t, int64_t>> inner{{0, 0}, {0, 0}}, extra{{0, 0}, {0, 0}};
+    for (size_t i = 0; i < n; i++) {
+      inner.push_back(pads[i]);
+      extra.push_back({0, all[i + 2].second - pads[i].second});
+    }
+    Tensor count = Tensor::ones(x.shape(), x.dtype(), x.device()).pad(inner, PadMode::CONSTANT, 1).pad(extra);
+    return {sum / count.pool(kernel, stride, dilation, "AveragePool").sum(window_axes)};
+  }
+  Tensor count =
+      Tensor::ones(x.shape(), x.dtype(), x.device()).pad(all).pool(kernel, stride, dilation, "AveragePool");
+  return {sum / count.sum(window_axes)};
+}
+
+std::vector<int> spatial_axes(const Tensor& x) {
+  std::vector<int> out;
+  for (int i = 2; i < x.ndim(); i++) out.push_back(i);
+  return out;
+}
+
+// A per-channel vector shaped to broadcast along axis 1.
+Tensor channel(const Tensor& v, int ndim) {
+  Shape s(ndim, 1);
+  s[1] = v.shape()[0];
+  return v.reshape(s);
+}
+
+std::vector<Value> batch_norm(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  if (c.attr_int("training_mode", 0)) c.unsupported("training_mode=1 is not supported");
+  double eps = c.attr_float("epsilon", 1e-5);
+  int nd = x.ndim();
+  Tensor inv = (channel(c.in(4), nd) + eps).rsqrt();
+  return {(x - channel(c.in(3), nd)) * inv * channel(c.in(1), nd) + channel(c.in(2), nd)};
+}
+
+std::vector<Value> instance_norm(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  double eps = c.attr_float("epsilon", 1e-5);
+  std::vector<int> axes = spatial_axes(x);
+  Tensor mean = x.mean(axes, true);
+  Tensor var = (x - mean).square().mean(axes, true);
+  return {(x - mean) * (var + eps).rsqrt() * channel(c.in(1), x.ndim()) + channel(c.in(2), x.ndim())};
+}
+
+std::vector<Value> layer_norm(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  int axis = normalize_axis(c, c.attr_int("axis", -1), x.ndim());
+  double eps = c.attr_float("epsilon", 1e-5);
+  std::vector<int> axes;
+  for (int i = axis; i < x.ndim(); i++) axes.push_back(i);
+  Tensor xf = x.dtype().is_float() && x.dtype().itemsize() < 4 ? x.cast(dtypes::float32) : x;
+  Tensor mean = xf.mean(axes, true);
+  Tensor inv = ((xf - mean).square().mean(axes, true) + eps).rsqrt();
+  Tensor y = ((xf - mean) * inv).cast(x.dtype()) * c.in(1);
+  if (c.has(2)) y = y + c.in(2);
+  return {y, mean, inv};
+}
+
+std::vector<Value> group_norm(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  int64_t groups = c.attr_int("num_groups");
+  double eps = c.attr_float("epsilon", 1e-5);
+  int64_t n = dim(x, 0), ch = dim(x, 1);
+  if (groups <= 0 || ch % groups != 0)
+    c.fail(fmt::format("{} channels do not split into {} groups", ch, groups));
+  Tensor g = x.reshape({n, groups, -1});
+  Tensor mean = g.mean(2, true);
+  Tensor y = ((g - mean) * ((g - mean).square().mean(2, true) + eps).rsqrt()).reshape(x.shape());
+  Tensor scale = c.in(1), bias = c.in(2);
+  if (c.opset() < 21) {  // scale and bias per group before opset 21
+    scale = scale.reshape({groups, 1}).expand({groups, ch / groups}).reshape({ch});
+    bias = bias.reshape({groups, 1}).expand({groups, ch / groups}).reshape({ch});
+  }
+  return {y * channel(scale, x.ndim()) + channel(bias, x.ndim())};
+}
+
+std::vector<Value> global_pool(const OpContext& c, bool is_max) {
+  const Tensor& x = c.in(0);
+  return {is_max ? x.max(spatial_axes(x), true) : x.mean(spatial_axes(x), true)};
+}
+
+std::vector<Value> lp_norm(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  int axis = normalize_axis(c, c.attr_int("axis", -1), x.ndim());
+  int64_t p = c.attr_int("p", 2);
+  Tensor norm = p == 1 ? x.abs().sum(axis, true) : x.square().sum(axis, true).sqrt();
+  return {x / norm};
+}
+
+std::vector<Value> mvn(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int> axes = normalize_axes(c, c.attr_ints("axes", std::vector<int64_t>{0, 2, 3}), x.ndim());
+  Tensor mean = x.mean(axes, true);
+  return {(x - mean) / ((x - mean).square().mean(axes, true).sqrt() + 1e-9)};
+}
+
+std::vector<Value> lrn(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  int64_t size = c.attr_int("size");
+  double alpha = c.attr_float("alpha", 1e-4), beta = c.attr_float("beta", 0.75),
+         bias = c.attr_float("bias", 1.0);
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  std::vector<std::pair<int64_t, int64_t>> pads(x.ndim(), {0, 0});
+  pads[1] = {before, after};
+  // A window of size channels: move channels last, pool, move back.
+  Dims to_last, back;
+  for (int i = 0; i < x.ndim(); i++)
+    if (i != 1) to_last.push_back(i);
+  to_last.push_back(1);
+  back.push_back(0);
+  back.push_back(x.ndim() - 1);
+  for (int i = 1; i < x.ndim() - 1; i++) back.push_back(i);
+  Tensor sq = x.square().pad(pads).permute(to_last).pool({size}, {1}, {1}, "LRN").sum(-1).permute(back);
+  return {x / (sq * (alpha / static_cast<double>(size)) + bias).pow(beta)};
+}
+
+std::vector<Value> einsum(const OpContext& c) {
+  return {Tensor::einsum(c.attr_str("equation"), c.variadic())};
+}
+
+}  // namespace
+
+void add_nn_ops(OpTable& t) {
+  t["MatMul"] = matmul;
+  t["Gemm"] = gemm;
+  t["Conv"] = conv;
+  t["ConvTranspose"] = conv_transpose;
+  t["MaxPool"] = [](const OpContext& c) -> std::vector<Value> { return pool(c, true); };
+  t["AveragePool"] = [](const OpContext& c) -> std::vector<Value> { return pool(c, false); };
+  t["GlobalMaxPool"] = [](const OpContext& c) -> std::vector<Value> { return global_pool(c, true); };
+  t["GlobalAveragePool"] = [](const OpContext& c) -> std::vector<Value> { return global_pool(c, false); };
+  t["BatchNormalization"] = batch_norm;
+  t["InstanceNormalization"] = instance_norm;
+  t["LayerNormalization"] = layer_norm;
+  t["GroupNormalization"] = group_norm;
+  t["LpNormalization"] = lp_norm;
+  t["MeanVarianceNormalization"] = mvn;
+  t["LRN"] = lrn;
+  t["Einsum"] = einsum;
+}
 
 }  // namespace tg::onnx

@@ -2,6 +2,8 @@
 // softmax family and Hardmax. Outputs keep the input's dtype; indices are int64.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "onnx/ops.hpp"
 
 namespace tg::onnx {

@@ -194,6 +194,8 @@ AttrValue to_attr(const ::onnx::AttributeProto& a, const Node& node, const std::
       for (const auto& t : a.tensors()) ts.push_back(to_tensor(t, dir, device));
       return ts;
     }
+    case A::TYPE_PROTO:
+      return int64_t{0};  // Optional's declared type: only its presence is read
     default:
       throw NotSupportedError(kOp, fmt::format("{}: attribute '{}' has type {}, which is not supported",
                                                node.label(), a.name(), static_cast<int>(a.type())));

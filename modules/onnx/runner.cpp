@@ -259,7 +259,10 @@ std::map<std::string, Value> Runner::run(const std::map<std::string, Value>& fee
   for (const auto& info : g.inputs) {
     auto it = feeds.find(info.name);
     if (it == feeds.end()) {
-      if (info.is_optional) continue;
+      if (info.is_optional) {
+        bound.emplace_back(info.name, std::monostate{});
+        continue;
+      }
       throw ValueError("onnx", fmt::format("input '{}' ({}) is not given", info.name, describe(info)));
     }
     check_feed(info, it->second, named);
