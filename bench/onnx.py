@@ -22,21 +22,24 @@ def ort_best(path, feeds):
   so = ort.SessionOptions()
   so.intra_op_num_threads, so.inter_op_num_threads = 2, 1
   s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-  s.run(None, feeds)
+  out = s.run(None, feeds)[0]
   best = float("inf")
   for _ in range(ITERS):
     t = time.perf_counter(); s.run(None, feeds); best = min(best, time.perf_counter() - t)
-  return best * 1e3
+  return best * 1e3, out
 
 def ours_best(path, feeds, tmp):
   args = []
   for k, v in feeds.items():
     np.save(tmp / f"{k}.npy", v)
     args.append(f"{k}={tmp / f'{k}.npy'}")
-  r = subprocess.run([BENCH, str(path), str(ITERS), *args], capture_output=True, text=True, timeout=1800)
+  r = subprocess.run([BENCH, str(path), str(ITERS), str(tmp / "out.npy"), *args], capture_output=True, text=True,
+                     timeout=1800)
   if r.returncode != 0:
     raise SystemExit(f"onnx_bench failed: {r.stderr.strip()}")
-  return json.loads(r.stdout.strip().splitlines()[-1])
+  res = json.loads(r.stdout.strip().splitlines()[-1])
+  res["out"] = np.load(tmp / "out.npy")
+  return res
 
 def conv_net(path):
   import torch
@@ -70,11 +73,12 @@ def main():
   conv_net(conv)
   x = {"x": np.random.default_rng(0).standard_normal((8, 3, 64, 64)).astype(np.float32)}
   rows.append(("ResNet-style conv net, batch 8, 3x64x64", ort_best(conv, x), ours_best(conv, x, tmp), None))
-  print(f"{'model':42} {'onnxruntime ms':>14} {'ours ms':>9} {'ratio':>7} {'target':>7}  (ours: first call)")
-  for name, o, ours, target in rows:
+  print(f"{'model':42} {'onnxruntime ms':>14} {'ours ms':>9} {'ratio':>7} {'target':>8}  ours: first call, max |diff|")
+  for name, (o, want), ours, target in rows:
     ratio = ours["best_ms"] / o
-    print(f"{name:42} {o:14.2f} {ours['best_ms']:9.2f} {ratio:6.2f}x {('<= %.1fx' % target) if target else '':>7}"
-          f"  ({ours['first_ms']:.0f} ms)")
+    diff = float(np.abs(ours["out"].astype(np.float64) - want).max())
+    print(f"{name:42} {o:14.2f} {ours['best_ms']:9.2f} {ratio:6.2f}x {('<= %.1fx' % target) if target else '':>8}"
+          f"  {ours['first_ms']:.0f} ms, {diff:.1e}")
 
 if __name__ == "__main__":
   main()
