@@ -273,6 +273,73 @@ std::vector<Value> compress(const OpContext& c) {
   return {src.index(index)};
 }
 
+// CenterCropPad: each named axis cropped or zero-padded about its center to the wanted size.
+std::vector<Value> center_crop_pad(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> want = c.ints(1);
+  std::vector<int64_t> axes = c.attr_ints("axes", std::vector<int64_t>{});
+  if (axes.empty())
+    for (int i = 0; i < x.ndim(); i++) axes.push_back(i);
+  std::vector<int> ax = normalize_axes(c, axes, x.ndim());
+  if (want.size() != ax.size()) c.fail(fmt::format("{} sizes for {} axes", want.size(), ax.size()));
+  std::vector<std::pair<int64_t, int64_t>> pads(x.ndim(), {0, 0});
+  for (size_t i = 0; i < ax.size(); i++) {
+    // Negative pads crop; the larger share goes to the end either way.
+    int64_t diff = want[i] - dim(x, ax[i]);
+    int64_t before = diff >= 0 ? diff / 2 : -((-diff) / 2);
+    pads[ax[i]] = {before, diff - before};
+  }
+  return {x.pad(pads)};
+}
+
+// Col2Im: the sum over kernel offsets of each offset's columns placed, strided, into the padded image.
+std::vector<Value> col2im(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> image = c.ints(1), block = c.ints(2);
+  size_t n = image.size();
+  if (block.size() != n) c.fail("image_shape and block_shape differ in length");
+  auto stride = ints_or(c, "strides", n, 1), dilation = ints_or(c, "dilations", n, 1);
+  auto pads = ints_or(c, "pads", 2 * n, 0);
+  int64_t batch = dim(x, 0);
+  int64_t kprod = std::accumulate(block.begin(), block.end(), int64_t{1}, std::multiplies<>());
+  int64_t ch = dim(x, 1) / kprod;
+  std::vector<int64_t> padded(n), outs(n);
+  for (size_t i = 0; i < n; i++) {
+    padded[i] = image[i] + pads[i] + pads[i + n];
+    outs[i] = (padded[i] - ((block[i] - 1) * dilation[i] + 1)) / stride[i] + 1;
+  }
+  Shape cols{batch, ch, kprod};
+  for (int64_t o : outs) cols.push_back(o);
+  Tensor xs = x.reshape(cols);
+  Tensor sum;
+  for (int64_t kk = 0; kk < kprod; kk++) {
+    std::vector<int64_t> off(n);
+    int64_t r = kk;
+    for (size_t j = n; j-- > 0;) {
+      off[j] = r % block[j];
+      r /= block[j];
+    }
+    Tensor part = xs.index({Slice{}, Slice{}, Index(kk)});  // (N, C, *outs)
+    // Stride: zeros between columns, by padding a unit axis after each spatial axis.
+    Shape spread{batch, ch}, wide{batch, ch};
+    std::vector<std::pair<int64_t, int64_t>> sp{{0, 0}, {0, 0}}, place{{0, 0}, {0, 0}};
+    for (size_t i = 0; i < n; i++) {
+      spread.push_back(outs[i]);
+      spread.push_back(1);
+      sp.push_back({0, 0});
+      sp.push_back({0, stride[i] - 1});
+      wide.push_back(outs[i] * stride[i]);
+      int64_t begin = off[i] * dilation[i];
+      place.push_back({begin, padded[i] - begin - outs[i] * stride[i]});
+    }
+    part = part.reshape(spread).pad(sp).reshape(wide).pad(place);
+    sum = sum.defined() ? sum + part : part;
+  }
+  std::vector<std::pair<int64_t, int64_t>> crop{{0, 0}, {0, 0}};
+  for (size_t i = 0; i < n; i++) crop.push_back({-pads[i], -pads[i + n]});
+  return {sum.pad(crop)};
+}
+
 }  // namespace
 
 void add_loss_ops(OpTable& t) {
@@ -288,6 +355,8 @@ void add_loss_ops(OpTable& t) {
   t["MatMulInteger"] = matmul_integer;
   t["QLinearMatMul"] = qlinear_matmul;
   t["ConvInteger"] = conv_integer;
+  t["CenterCropPad"] = center_crop_pad;
+  t["Col2Im"] = col2im;
 }
 
 }  // namespace tg::onnx
