@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <numeric>
 
 #include "onnx/ops.hpp"
 
@@ -10,6 +12,13 @@ namespace tg::onnx {
 namespace {
 
 int64_t dim(const Tensor& t, int i) { return static_cast<int64_t>(t.shape()[i]); }
+
+// A per-channel vector shaped to broadcast along axis 1.
+Tensor channel(const Tensor& v, int ndim) {
+  Shape s(ndim, 1);
+  s[1] = v.shape()[0];
+  return v.reshape(s);
+}
 
 std::vector<Value> matmul(const OpContext& c) { return {c.in(0).matmul(c.in(1))}; }
 
@@ -67,6 +76,9 @@ std::vector<Value> conv(const OpContext& c) {
   return {x.conv(w, bias, stride, Padding(pads), dilation, c.attr_int("group", 1), "Conv")};
 }
 
+// Python's floor division: output_shape's padding may be negative (the output grows at an end).
+int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((1 - v) / 2); }
+
 std::vector<Value> conv_transpose(const OpContext& c) {
   const Tensor& x = c.in(0);
   const Tensor& w = c.in(1);
@@ -74,6 +86,7 @@ std::vector<Value> conv_transpose(const OpContext& c) {
   auto stride = ints_or(c, "strides", n, 1), dilation = ints_or(c, "dilations", n, 1);
   auto out_pad = ints_or(c, "output_padding", n, 0);
   std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (pads.size() != 2 * n) c.fail(fmt::format("pads has {} values for {} spatial axes", pads.size(), n));
   std::vector<int64_t> full(n);
   for (size_t i = 0; i < n; i++)
     full[i] = (dim(x, static_cast<int>(i + 2)) - 1) * stride[i] +
@@ -82,20 +95,58 @@ std::vector<Value> conv_transpose(const OpContext& c) {
   if (c.has_attr("output_shape") || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     std::vector<int64_t> shape = c.attr_ints("output_shape", std::vector<int64_t>{});
     if (shape.size() > n) shape.erase(shape.begin(), shape.end() - static_cast<std::ptrdiff_t>(n));
+    if (!shape.empty() && shape.size() != n) c.fail("output_shape does not match the spatial axes");
     for (size_t i = 0; i < n; i++) {
       int64_t want = shape.empty() ? dim(x, static_cast<int>(i + 2)) * stride[i] : shape[i];
-      int64_t total = std::max<int64_t>(0, full[i] - want);
-      bool lower = auto_pad == "SAME_LOWER";
-      pads[i] = lower ? total - total / 2 : total / 2;
+      int64_t total = full[i] - want, half = floor_half(total);
+      pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
       pads[i + n] = total - pads[i];
     }
   }
-  if (pads.size() != 2 * n) c.fail(fmt::format("pads has {} values for {} spatial axes", pads.size(), n));
-  Tensor bias = c.has(2) ? c.in(2) : Tensor();
-  Tensor y = x.conv_transpose(w, bias, stride, 0, out_pad, c.attr_int("group", 1), dilation, "ConvTranspose");
+  Tensor y =
+      x.conv_transpose(w, Tensor(), stride, 0, out_pad, c.attr_int("group", 1), dilation, "ConvTranspose");
+  std::vector<std::pair<int64_t, int64_t>> grow{{0, 0}, {0, 0}};
   ShapePairs bounds{{0, y.shape()[0]}, {0, y.shape()[1]}};
-  for (size_t i = 0; i < n; i++) bounds.push_back({pads[i], full[i] - pads[i + n]});
-  return {y.shrink(bounds)};
+  for (size_t i = 0; i < n; i++) {
+    int64_t before = std::max<int64_t>(0, -pads[i]), after = std::max<int64_t>(0, -pads[i + n]);
+    grow.push_back({before, after});
+    bounds.push_back({pads[i] + before, before + full[i] - pads[i + n]});
+  }
+  y = y.pad(grow).shrink(bounds);
+  if (c.has(2)) y = y + channel(c.in(2), y.ndim());
+  return {y};
+}
+
+// MaxPool's Indices: the flat position (over N, C and the spatial axes, row-major or, with storage_order 1,
+// column-major within a plane) of each window's first maximum.
+Tensor max_indices(const OpContext& c, const Tensor& x, const Tensor& windows, const Tensor& y,
+                   const std::vector<std::pair<int64_t, int64_t>>& all, const std::vector<int64_t>& kernel,
+                   const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation) {
+  int nd = x.ndim();
+  Shape spatial(x.shape().begin() + 2, x.shape().end()), reversed(spatial.rbegin(), spatial.rend());
+  int64_t plane = 1, planes = dim(x, 0) * dim(x, 1), window = 1;
+  for (int i = 2; i < nd; i++) plane *= dim(x, i);
+  for (int64_t k : kernel) window *= k;
+  Tensor flat = Tensor::arange(plane, dtypes::int64, c.device());
+  if (c.attr_int("storage_order", 0)) {
+    Dims back;
+    for (int i = nd - 3; i >= 0; i--) back.push_back(i);
+    flat = flat.reshape(reversed).permute(back);
+  }
+  Shape one(nd, 1), planes_shape(nd, 1);
+  std::copy(spatial.begin(), spatial.end(), one.begin() + 2);
+  planes_shape[0] = x.shape()[0];
+  planes_shape[1] = x.shape()[1];
+  flat =
+      flat.reshape(one) + (Tensor::arange(planes, dtypes::int64, c.device()) * plane).reshape(planes_shape);
+  Shape rows = y.shape();
+  rows.push_back(window);
+  Tensor positions = flat.pad(all).pool(kernel, stride, dilation, "MaxPool").reshape(rows);
+  Tensor first = windows.reshape(rows)
+                     .eq(y.unsqueeze(-1))
+                     .where(Tensor::arange(window, dtypes::int64, c.device()), window)
+                     .min(-1, true);
+  return positions.gather(static_cast<int>(rows.size()) - 1, first).squeeze(-1);
 }
 
 // MaxPool and AveragePool: pad (with ceil_mode's extra end rows), window, reduce.
@@ -122,35 +173,56 @@ std::vector<Value> pool(const OpContext& c, bool is_max) {
   if (is_max) {
     Number lowest = x.dtype().is_float() ? Number(-std::numeric_limits<double>::infinity())
                                          : Number(std::numeric_limits<int64_t>::min() / 2);
-    return {x.pad(all, PadMode::CONSTANT, lowest).pool(kernel, stride, dilation, "MaxPool").max(window_axes)};
+    Tensor windows = x.pad(all, PadMode::CONSTANT, lowest).pool(kernel, stride, dilation, "MaxPool");
+    Tensor y = windows.max(window_axes);
+    if (c.node().outputs.size() < 2 || c.node().outputs[1].empty()) return {y};
+    return {y, max_indices(c, x, windows, y, all, kernel, stride, dilation)};
   }
   Tensor sum = x.pad(all).pool(kernel, stride, dilation, "AveragePool").sum(window_axes);
-  if (c.attr_int("count_include_pad", 0)) {
-    // Explicit padding counts, ceil_mode's extra rows do not.
-    std::vector<std::pair<int64_t, int64_t>> inner{{0, 0}, {0, 0}}, extra{{0, 0}, {0, 0}};
-    for (size_t i = 0; i < n; i++) {
-      inner.push_back(pads[i]);
-      extra.push_back({0, all[i + 2].second - pads[i].second});
-    }
-    Tensor count = Tensor::ones(x.shape(), x.dtype(), x.device()).pad(inner, PadMode::CONSTANT, 1).pad(extra);
-    return {sum / count.pool(kernel, stride, dilation, "AveragePool").sum(window_axes)};
-  }
+  // ONNX counts ceil_mode's extra rows as padding too, so every window holds the whole kernel.
+  if (c.attr_int("count_include_pad", 0))
+    return {sum / static_cast<double>(
+                      std::accumulate(kernel.begin(), kernel.end(), int64_t{1}, std::multiplies<>()))};
   Tensor count =
       Tensor::ones(x.shape(), x.dtype(), x.device()).pad(all).pool(kernel, stride, dilation, "AveragePool");
   return {sum / count.sum(window_axes)};
+}
+
+// Each value goes to the flat position (over N, C and the spatial axes) its index names.
+std::vector<Value> max_unpool(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
+  size_t n = kernel.size();
+  if (static_cast<size_t>(x.ndim()) != n + 2) c.fail("kernel_shape does not match the input's spatial axes");
+  auto stride = ints_or(c, "strides", n, 1);
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (pads.size() != 2 * n) c.fail(fmt::format("pads has {} values for {} spatial axes", pads.size(), n));
+  std::vector<int64_t> out{dim(x, 0), dim(x, 1)};
+  for (size_t i = 0; i < n; i++)
+    out.push_back((dim(x, static_cast<int>(i + 2)) - 1) * stride[i] + kernel[i] - pads[i] - pads[i + n]);
+  int64_t planes = out[0] * out[1], plane = 1;
+  for (size_t i = 2; i < out.size(); i++) plane *= out[i];
+  // Scatter within each (n, c) plane: a flat scatter would compare every index with every output element.
+  Tensor offset = Tensor::arange(planes, dtypes::int64, c.device()).reshape({planes, 1}) * plane;
+  Tensor idx = c.in(1).cast(dtypes::int64).reshape({planes, -1}) - offset;
+  Tensor y = Tensor::zeros({planes, plane}, x.dtype(), c.device()).scatter(1, idx, x.reshape({planes, -1}));
+  y = y.reshape(Shape(out.begin(), out.end()));
+  if (!c.has(2)) return {y};
+  // As ONNX's reference: the indices name positions of the default shape, which then grows at the ends.
+  std::vector<int64_t> want = c.ints(2);
+  if (want.size() != out.size()) c.fail("output_shape does not match the input's rank");
+  std::vector<std::pair<int64_t, int64_t>> grow;
+  for (size_t i = 0; i < out.size(); i++) {
+    if (want[i] < out[i]) c.fail(fmt::format("output_shape {} is below the default {}", want[i], out[i]));
+    grow.push_back({0, want[i] - out[i]});
+  }
+  return {y.pad(grow)};
 }
 
 std::vector<int> spatial_axes(const Tensor& x) {
   std::vector<int> out;
   for (int i = 2; i < x.ndim(); i++) out.push_back(i);
   return out;
-}
-
-// A per-channel vector shaped to broadcast along axis 1.
-Tensor channel(const Tensor& v, int ndim) {
-  Shape s(ndim, 1);
-  s[1] = v.shape()[0];
-  return v.reshape(s);
 }
 
 std::vector<Value> batch_norm(const OpContext& c) {
@@ -256,6 +328,7 @@ void add_nn_ops(OpTable& t) {
   t["ConvTranspose"] = conv_transpose;
   t["MaxPool"] = [](const OpContext& c) -> std::vector<Value> { return pool(c, true); };
   t["AveragePool"] = [](const OpContext& c) -> std::vector<Value> { return pool(c, false); };
+  t["MaxUnpool"] = max_unpool;
   t["GlobalMaxPool"] = [](const OpContext& c) -> std::vector<Value> { return global_pool(c, true); };
   t["GlobalAveragePool"] = [](const OpContext& c) -> std::vector<Value> { return global_pool(c, false); };
   t["BatchNormalization"] = batch_norm;

@@ -309,6 +309,21 @@ std::vector<Value> nonzero(const OpContext& c) {
   return {c.in(0).nonzero().cast(dtypes::int64).transpose(0, 1)};
 }
 
+// Each batch entry's first sequence_lens[b] steps reversed along the time axis, the rest kept.
+std::vector<Value> reverse_sequence(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  int batch = normalize_axis(c, c.attr_int("batch_axis", 1), x.ndim());
+  int time = normalize_axis(c, c.attr_int("time_axis", 0), x.ndim());
+  if (batch == time || batch > 1 || time > 1) c.fail("batch_axis and time_axis must be 0 and 1");
+  Shape lens_shape(x.ndim(), 1), steps_shape(x.ndim(), 1);
+  lens_shape[batch] = x.shape()[batch];
+  steps_shape[time] = x.shape()[time];
+  Tensor lens = c.in(1).cast(dtypes::int64).reshape(lens_shape);
+  Tensor t = Tensor::arange(dim(x, time), dtypes::int64, c.device()).reshape(steps_shape);
+  Tensor src = t.lt(lens).where(lens - 1 - t, t).expand(x.shape());
+  return {x.gather(time, src)};
+}
+
 }  // namespace
 
 void add_shape_ops(OpTable& t) {
@@ -332,6 +347,7 @@ void add_shape_ops(OpTable& t) {
   t["Trilu"] = trilu;
   t["OneHot"] = one_hot;
   t["NonZero"] = nonzero;
+  t["ReverseSequence"] = reverse_sequence;
 }
 
 }  // namespace tg::onnx
