@@ -92,5 +92,12 @@ int normalize_axis(const OpContext& c, int64_t axis,
                    int64_t ndim);  // negative axes; fail() when out of range
 std::vector<int> normalize_axes(const OpContext& c, const std::vector<int64_t>& axes, int64_t ndim);
 Tensor int64_tensor(const std::vector<int64_t>& v, std::string_view device);  // 1-d int64
+// An ints attribute with one value per spatial axis (fill when absent): strides, dilations, pads (2n).
+std::vector<int64_t> ints_or(const OpContext& c, std::string_view name, size_t n, int64_t fill);
+// Conv and pool padding per spatial axis as (begin, end): explicit pads or auto_pad's SAME_*/VALID.
+std::vector<std::pair<int64_t, int64_t>> spatial_pads(const OpContext& c, const Tensor& x,
+                                                      const std::vector<int64_t>& kernel,
+                                                      const std::vector<int64_t>& stride,
+                                                      const std::vector<int64_t>& dilation);
 
 }  // namespace tg::onnx

@@ -142,37 +142,6 @@ std::vector<Value> qlinear_matmul(const OpContext& c) {
   return {quantize(c, acc * scale, y_scale, c.in(7), c.in(7).dtype())};
 }
 
-std::vector<int64_t> ints_or(const OpContext& c, std::string_view name, size_t n, int64_t fill) {
-  std::vector<int64_t> v = c.attr_ints(name, std::vector<int64_t>(n, fill));
-  if (v.size() != n) c.fail(fmt::format("{} has {} values for {} spatial axes", name, v.size(), n));
-  return v;
-}
-
-// Spatial (begin, end) padding: explicit pads or auto_pad's SAME_UPPER/SAME_LOWER/VALID.
-std::vector<std::pair<int64_t, int64_t>> spatial_pads(const OpContext& c, const Tensor& x,
-                                                      const std::vector<int64_t>& kernel,
-                                                      const std::vector<int64_t>& stride,
-                                                      const std::vector<int64_t>& dilation) {
-  size_t n = kernel.size();
-  std::string auto_pad = c.attr_str("auto_pad", "NOTSET");
-  std::vector<std::pair<int64_t, int64_t>> out(n, {0, 0});
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (size_t i = 0; i < n; i++) {
-      int64_t in = dim(x, static_cast<int>(i + 2));
-      int64_t want = (in + stride[i] - 1) / stride[i];
-      int64_t total = std::max<int64_t>(0, (want - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1 - in);
-      int64_t small = total / 2;
-      out[i] = auto_pad == "SAME_UPPER" ? std::pair{small, total - small} : std::pair{total - small, small};
-    }
-  } else if (auto_pad == "NOTSET") {
-    std::vector<int64_t> pads = ints_or(c, "pads", 2 * n, 0);
-    for (size_t i = 0; i < n; i++) out[i] = {pads[i], pads[i + n]};
-  } else if (auto_pad != "VALID") {
-    c.fail(fmt::format("auto_pad '{}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", auto_pad));
-  }
-  return out;
-}
-
 std::vector<Value> conv_integer(const OpContext& c) {
   const Tensor& w0 = c.in(1);
   size_t n = static_cast<size_t>(w0.ndim() - 2);

@@ -32,38 +32,6 @@ std::vector<Value> gemm(const OpContext& c) {
   return {y};
 }
 
-// Spatial padding per axis as (begin, end): explicit pads or auto_pad's SAME_UPPER/SAME_LOWER/VALID.
-std::vector<std::pair<int64_t, int64_t>> conv_pads(const OpContext& c, const Tensor& x,
-                                                   const std::vector<int64_t>& kernel,
-                                                   const std::vector<int64_t>& stride,
-                                                   const std::vector<int64_t>& dilation) {
-  size_t n = kernel.size();
-  std::string auto_pad = c.attr_str("auto_pad", "NOTSET");
-  std::vector<std::pair<int64_t, int64_t>> out(n, {0, 0});
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (size_t i = 0; i < n; i++) {
-      int64_t in = dim(x, static_cast<int>(i + 2));
-      int64_t want = (in + stride[i] - 1) / stride[i];
-      int64_t total = std::max<int64_t>(0, (want - 1) * stride[i] + (kernel[i] - 1) * dilation[i] + 1 - in);
-      int64_t small = total / 2;
-      out[i] = auto_pad == "SAME_UPPER" ? std::pair{small, total - small} : std::pair{total - small, small};
-    }
-  } else if (auto_pad == "NOTSET") {
-    std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
-    if (pads.size() != 2 * n) c.fail(fmt::format("pads has {} values for {} spatial axes", pads.size(), n));
-    for (size_t i = 0; i < n; i++) out[i] = {pads[i], pads[i + n]};
-  } else if (auto_pad != "VALID") {
-    c.fail(fmt::format("auto_pad '{}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", auto_pad));
-  }
-  return out;
-}
-
-std::vector<int64_t> ints_or(const OpContext& c, std::string_view name, size_t n, int64_t fill) {
-  std::vector<int64_t> v = c.attr_ints(name, std::vector<int64_t>(n, fill));
-  if (v.size() != n) c.fail(fmt::format("{} has {} values for {} spatial axes", name, v.size(), n));
-  return v;
-}
-
 std::vector<Value> conv(const OpContext& c) {
   const Tensor& x = c.in(0);
   const Tensor& w = c.in(1);
@@ -71,7 +39,7 @@ std::vector<Value> conv(const OpContext& c) {
   std::vector<int64_t> kernel;
   for (int i = 2; i < w.ndim(); i++) kernel.push_back(dim(w, i));
   auto stride = ints_or(c, "strides", n, 1), dilation = ints_or(c, "dilations", n, 1);
-  auto pads = conv_pads(c, x, kernel, stride, dilation);
+  auto pads = spatial_pads(c, x, kernel, stride, dilation);
   Tensor bias = c.has(2) ? c.in(2) : Tensor();
   return {x.conv(w, bias, stride, Padding(pads), dilation, c.attr_int("group", 1), "Conv")};
 }
@@ -156,7 +124,7 @@ std::vector<Value> pool(const OpContext& c, bool is_max) {
   size_t n = kernel.size();
   if (static_cast<size_t>(x.ndim()) != n + 2) c.fail("kernel_shape does not match the input's spatial axes");
   auto stride = ints_or(c, "strides", n, 1), dilation = ints_or(c, "dilations", n, 1);
-  auto pads = conv_pads(c, x, kernel, stride, dilation);
+  auto pads = spatial_pads(c, x, kernel, stride, dilation);
   bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
   std::vector<std::pair<int64_t, int64_t>> all{{0, 0}, {0, 0}};
   for (size_t i = 0; i < n; i++) {

@@ -2,11 +2,11 @@
 // is checked and copied into graph.hpp's plain structs before any tensor is made.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <limits>
 
 #include "base/error.hpp"
 #include "nn/host_bytes.hpp"
+#include "nn/host_file.hpp"
 #include "onnx/graph.hpp"
 // libonnx-dev's classes are built with ONNX_ML (onnx-ml.proto, namespace onnx).
 #define ONNX_ML 1
@@ -24,20 +24,12 @@ using Proto = ::onnx::TensorProto;
 
 std::vector<std::byte> read_file(const std::filesystem::path& path, uint64_t offset = 0,
                                  std::optional<uint64_t> length = {}) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    bad(fmt::format("'{}' is not a regular file", path.string()));
-  uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) bad(fmt::format("cannot read '{}': {}", path.string(), ec.message()));
-  if (offset > size || (length && *length > size - offset))
-    bad(fmt::format("'{}' has {} bytes; the tensor wants {} at offset {}", path.string(), size,
-                    length ? *length : size - offset, offset));
-  uint64_t n = length ? *length : size - offset;
-  std::vector<std::byte> out(n);
-  std::ifstream f(path, std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset));
-  f.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(n));
-  if (!f) bad(fmt::format("cannot read '{}'", path.string()));
+  nn::detail::HostFile f(path, kOp);
+  if (offset > f.size() || (length && *length > f.size() - offset))
+    bad(fmt::format("'{}' has {} bytes; the tensor wants {} at offset {}", path.string(), f.size(),
+                    length ? *length : f.size() - offset, offset));
+  std::vector<std::byte> out(length ? *length : f.size() - offset);
+  if (f.read_at(offset, out) != out.size()) bad(fmt::format("'{}' shrank while it was read", path.string()));
   return out;
 }
 
