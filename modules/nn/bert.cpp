@@ -16,11 +16,11 @@ namespace tg::nn {
 namespace {
 
 using nlohmann::json;
-constexpr std::string_view kOp = "bert";
+constexpr std::string_view kBertOp = "bert";
 
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw ValueError(kOp, fmt::format("cannot open '{}'", path.string()));
+  if (!f) throw ValueError(kBertOp, fmt::format("cannot open '{}'", path.string()));
   std::ostringstream s;
   s << f.rdbuf();
   return s.str();
@@ -29,10 +29,10 @@ std::string read_text(const std::filesystem::path& path) {
 json parse(std::string_view text, std::string_view what) {
   try {
     json j = json::parse(text);
-    if (!j.is_object()) throw FormatError(kOp, fmt::format("{} is not a JSON object", what));
+    if (!j.is_object()) throw FormatError(kBertOp, fmt::format("{} is not a JSON object", what));
     return j;
   } catch (const json::exception& e) {
-    throw FormatError(kOp, fmt::format("{} is not JSON: {}", what, e.what()));
+    throw FormatError(kBertOp, fmt::format("{} is not JSON: {}", what, e.what()));
   }
 }
 
@@ -40,11 +40,11 @@ int64_t get_int(const json& j, const char* key, int64_t lo, int64_t hi,
                 std::optional<int64_t> fallback = {}) {
   if (!j.contains(key)) {
     if (fallback) return *fallback;
-    throw FormatError(kOp, fmt::format("config.json has no '{}'", key));
+    throw FormatError(kBertOp, fmt::format("config.json has no '{}'", key));
   }
   const json& v = j.at(key);
   if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-    throw FormatError(kOp, fmt::format("config.json's '{}' is not an integer in [{}, {}]", key, lo, hi));
+    throw FormatError(kBertOp, fmt::format("config.json's '{}' is not an integer in [{}, {}]", key, lo, hi));
   return v.get<int64_t>();
 }
 
@@ -65,7 +65,7 @@ BertConfig BertConfig::from_json(std::string_view text) {
   BertConfig c;
   if (j.contains("model_type") && j.at("model_type") != "bert")
     throw NotSupportedError(
-        kOp, fmt::format("config.json's 'model_type' is {}, not \"bert\"", j.at("model_type").dump()));
+        kBertOp, fmt::format("config.json's 'model_type' is {}, not \"bert\"", j.at("model_type").dump()));
   c.vocab_size = get_int(j, "vocab_size", 1, 1 << 24);
   c.hidden_size = get_int(j, "hidden_size", 1, 1 << 16);
   c.layers = get_int(j, "num_hidden_layers", 1, 1024);
@@ -75,28 +75,29 @@ BertConfig BertConfig::from_json(std::string_view text) {
   c.type_vocab_size = get_int(j, "type_vocab_size", 1, 1 << 16, 2);
   if (c.hidden_size % c.heads)
     throw FormatError(
-        kOp, fmt::format("config.json's 'hidden_size' {} is not a multiple of 'num_attention_heads' {}",
-                         c.hidden_size, c.heads));
+        kBertOp, fmt::format("config.json's 'hidden_size' {} is not a multiple of 'num_attention_heads' {}",
+                             c.hidden_size, c.heads));
   if (j.contains("layer_norm_eps")) {
     const json& e = j.at("layer_norm_eps");
     if (!e.is_number() || !(e.get<double>() >= 0 && e.get<double>() < 1))
-      throw FormatError(kOp, "config.json's 'layer_norm_eps' is not a number in [0, 1)");
+      throw FormatError(kBertOp, "config.json's 'layer_norm_eps' is not a number in [0, 1)");
     c.layer_norm_eps = e.get<double>();
   }
   if (j.contains("hidden_act")) {
-    if (!j.at("hidden_act").is_string()) throw FormatError(kOp, "config.json's 'hidden_act' is not a string");
+    if (!j.at("hidden_act").is_string())
+      throw FormatError(kBertOp, "config.json's 'hidden_act' is not a string");
     c.hidden_act = j.at("hidden_act").get<std::string>();
   }
   if (c.hidden_act != "gelu" && c.hidden_act != "gelu_new" && c.hidden_act != "gelu_pytorch_tanh" &&
       c.hidden_act != "relu")
-    throw NotSupportedError(kOp,
+    throw NotSupportedError(kBertOp,
                             fmt::format("config.json's 'hidden_act' '{}' is not supported (gelu, gelu_new, "
                                         "gelu_pytorch_tanh, relu are)",
                                         c.hidden_act));
   if (j.contains("position_embedding_type") && j.at("position_embedding_type") != "absolute")
     throw NotSupportedError(
-        kOp, fmt::format("config.json's 'position_embedding_type' {} is not supported (\"absolute\" is)",
-                         j.at("position_embedding_type").dump()));
+        kBertOp, fmt::format("config.json's 'position_embedding_type' {} is not supported (\"absolute\" is)",
+                             j.at("position_embedding_type").dump()));
   return c;
 }
 
@@ -115,14 +116,14 @@ Bert::Bert(const BertConfig& config, const StateDict& weights, std::string_view 
   auto want = [&](const std::string& name, const Shape& shape) {
     auto it = weights.find(prefix + name);
     if (it == weights.end())
-      throw FormatError(kOp, fmt::format("the weights have no tensor '{}{}'", prefix, name));
+      throw FormatError(kBertOp, fmt::format("the weights have no tensor '{}{}'", prefix, name));
     const Tensor& t = it->second;
     if (t.shape() != shape)
-      throw FormatError(kOp, fmt::format("tensor '{}{}' has shape {}, config.json needs {}", prefix, name,
-                                         shape_text(t.shape()), shape_text(shape)));
+      throw FormatError(kBertOp, fmt::format("tensor '{}{}' has shape {}, config.json needs {}", prefix, name,
+                                             shape_text(t.shape()), shape_text(shape)));
     if (!t.dtype().is_float())
-      throw FormatError(
-          kOp, fmt::format("tensor '{}{}' is {}, not a floating-point type", prefix, name, t.dtype().name()));
+      throw FormatError(kBertOp, fmt::format("tensor '{}{}' is {}, not a floating-point type", prefix, name,
+                                             t.dtype().name()));
     used.insert(prefix + name);
     return t.dtype() == dtypes::float32 ? t : t.cast(dtypes::float32);
   };
@@ -157,7 +158,7 @@ Bert::Bert(const BertConfig& config, const StateDict& weights, std::string_view 
     used.insert(prefix + n);
   for (const auto& [name, t] : weights)
     if (!used.count(name) && name.starts_with(prefix))
-      throw FormatError(kOp,
+      throw FormatError(kBertOp,
                         fmt::format("tensor '{}' is not part of a {}-layer BertModel", name, cfg_.layers));
   words_ = std::make_shared<std::vector<float>>(words.to_vector<float>());
 }
@@ -171,23 +172,23 @@ Tensor Bert::activation(const Tensor& x) const {
 Tensor Bert::forward(const Tensor& input_ids, const Tensor& attention_mask,
                      const Tensor& token_type_ids) const {
   if (input_ids.ndim() != 2 || !input_ids.dtype().is_int())
-    throw ShapeError(kOp, fmt::format("input_ids must be (batch, length) integers, got {} {}",
-                                      shape_text(input_ids.shape()), input_ids.dtype().name()));
+    throw ShapeError(kBertOp, fmt::format("input_ids must be (batch, length) integers, got {} {}",
+                                          shape_text(input_ids.shape()), input_ids.dtype().name()));
   const int64_t b = input_ids.shape(0), n = input_ids.shape(1), h = cfg_.hidden_size;
   const int64_t heads = cfg_.heads, hd = h / heads;
   if (n < 1 || n > cfg_.max_position_embeddings)
-    throw ValueError(kOp, fmt::format("{} tokens are more than the {} positions of the model", n,
-                                      cfg_.max_position_embeddings));
+    throw ValueError(kBertOp, fmt::format("{} tokens are more than the {} positions of the model", n,
+                                          cfg_.max_position_embeddings));
   for (const Tensor* t : {&attention_mask, &token_type_ids})
     if (t->defined() && t->shape() != input_ids.shape())
-      throw ShapeError(kOp, fmt::format("a mask or token types of shape {} for input_ids {}",
-                                        shape_text(t->shape()), shape_text(input_ids.shape())));
+      throw ShapeError(kBertOp, fmt::format("a mask or token types of shape {} for input_ids {}",
+                                            shape_text(t->shape()), shape_text(input_ids.shape())));
   // the rows are gathered on the host: a one-hot product over a 30k-word vocabulary would dwarf the encoder
   std::vector<int32_t> ids = input_ids.cast(dtypes::int32).to_vector<int32_t>();
   auto rows = std::make_shared<std::vector<float>>(ids.size() * static_cast<size_t>(h));
   for (size_t i = 0; i < ids.size(); i++) {
     if (ids[i] < 0 || ids[i] >= cfg_.vocab_size)
-      throw IndexError(kOp,
+      throw IndexError(kBertOp,
                        fmt::format("token id {} is outside the vocabulary of {}", ids[i], cfg_.vocab_size));
     std::copy_n(words_->begin() + static_cast<ptrdiff_t>(ids[i]) * h, h,
                 rows->begin() + static_cast<ptrdiff_t>(i) * h);
@@ -219,14 +220,15 @@ SentenceEncoder SentenceEncoder::load(const std::filesystem::path& dir, std::str
   BertConfig cfg = BertConfig::from_file(dir / "config.json");
   WordPieceTokenizer tok = WordPieceTokenizer::from_file(dir / "tokenizer.json");
   if (tok.vocab_size() != cfg.vocab_size)
-    throw FormatError(kOp, fmt::format("tokenizer.json has {} tokens, config.json's 'vocab_size' is {}",
-                                       tok.vocab_size(), cfg.vocab_size));
+    throw FormatError(kBertOp, fmt::format("tokenizer.json has {} tokens, config.json's 'vocab_size' is {}",
+                                           tok.vocab_size(), cfg.vocab_size));
   size_t max_length = 512;
   if (std::filesystem::exists(dir / "sentence_bert_config.json")) {
     json s = parse(read_text(dir / "sentence_bert_config.json"), "sentence_bert_config.json");
     if (s.contains("max_seq_length")) {
       if (!s.at("max_seq_length").is_number_unsigned() || s.at("max_seq_length").get<size_t>() < 3)
-        throw FormatError(kOp, "sentence_bert_config.json's 'max_seq_length' is not a count of at least 3");
+        throw FormatError(kBertOp,
+                          "sentence_bert_config.json's 'max_seq_length' is not a count of at least 3");
       max_length = s.at("max_seq_length").get<size_t>();
     }
   }
@@ -237,8 +239,8 @@ SentenceEncoder SentenceEncoder::load(const std::filesystem::path& dir, std::str
       if (key.starts_with("pooling_mode_") && on.is_boolean() &&
           on.get<bool>() != (key == "pooling_mode_mean_tokens"))
         throw NotSupportedError(
-            kOp, fmt::format("1_Pooling/config.json asks for {} = {}: only mean pooling is supported", key,
-                             on.dump()));
+            kBertOp, fmt::format("1_Pooling/config.json asks for {} = {}: only mean pooling is supported",
+                                 key, on.dump()));
   }
   return SentenceEncoder(std::move(tok), Bert::load(dir / "model.safetensors", cfg, device), max_length);
 }
@@ -250,8 +252,8 @@ Tensor SentenceEncoder::mean_pool(const Tensor& hidden, const Tensor& mask) {
 }
 
 Tensor SentenceEncoder::encode(const std::vector<std::string>& texts, size_t batch_size) const {
-  if (texts.empty()) throw ValueError(kOp, "encode needs at least one text");
-  if (batch_size == 0) throw ValueError(kOp, "batch_size must be at least 1");
+  if (texts.empty()) throw ValueError(kBertOp, "encode needs at least one text");
+  if (batch_size == 0) throw ValueError(kBertOp, "batch_size must be at least 1");
   std::vector<Tensor> parts;
   for (size_t i = 0; i < texts.size(); i += batch_size) {
     std::vector<std::string> chunk(

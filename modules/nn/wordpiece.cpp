@@ -21,9 +21,9 @@ namespace tg::nn {
 namespace {
 
 using nlohmann::json;
-constexpr std::string_view kOp = "wordpiece";
+constexpr std::string_view kWordPieceOp = "wordpiece";
 
-[[noreturn]] void bad(const std::string& what) { throw FormatError(kOp, what); }
+[[noreturn]] void bad(const std::string& what) { throw FormatError(kWordPieceOp, what); }
 
 const json& need(const json& j, const char* key, const std::string& where) {
   if (!j.is_object() || !j.contains(key)) bad(fmt::format("tokenizer.json has no '{}{}'", where, key));
@@ -140,7 +140,7 @@ void append_lower(std::u32string& out, char32_t c) {
 std::u32string nfd(const std::u32string& s) {
   UErrorCode err = U_ZERO_ERROR;
   const icu::Normalizer2* n = icu::Normalizer2::getNFDInstance(err);
-  if (U_FAILURE(err)) throw NotSupportedError(kOp, "ICU has no NFD data");
+  if (U_FAILURE(err)) throw NotSupportedError(kWordPieceOp, "ICU has no NFD data");
   icu::UnicodeString u = icu::UnicodeString::fromUTF32(reinterpret_cast<const UChar32*>(s.data()),
                                                        static_cast<int32_t>(s.size()));
   icu::UnicodeString d = n->normalize(u, err);
@@ -152,7 +152,7 @@ std::u32string nfd(const std::u32string& s) {
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw ValueError(kOp, fmt::format("cannot open '{}'", path.string()));
+  if (!f) throw ValueError(kWordPieceOp, fmt::format("cannot open '{}'", path.string()));
   std::ostringstream s;
   s << f.rdbuf();
   return s.str();
@@ -213,7 +213,8 @@ WordPieceTokenizer WordPieceTokenizer::from_json(std::string_view text) {
   const json& norm = need(j, "normalizer", "");
   if (!norm.is_null()) {
     if (std::string type = need_string(norm, "type", "normalizer."); type != "BertNormalizer")
-      throw NotSupportedError(kOp, fmt::format("normalizer '{}' is not supported (BertNormalizer is)", type));
+      throw NotSupportedError(kWordPieceOp,
+                              fmt::format("normalizer '{}' is not supported (BertNormalizer is)", type));
     t.clean_text_ = flag_or(norm, "clean_text", true, "normalizer.");
     t.chinese_chars_ = flag_or(norm, "handle_chinese_chars", true, "normalizer.");
     t.lowercase_ = flag_or(norm, "lowercase", true, "normalizer.");
@@ -223,7 +224,7 @@ WordPieceTokenizer WordPieceTokenizer::from_json(std::string_view text) {
   }
   const json& pre = need(j, "pre_tokenizer", "");
   if (std::string type = need_string(pre, "type", "pre_tokenizer."); type != "BertPreTokenizer")
-    throw NotSupportedError(kOp,
+    throw NotSupportedError(kWordPieceOp,
                             fmt::format("pre-tokenizer '{}' is not supported (BertPreTokenizer is)", type));
 
   const json& post = j.contains("post_processor") ? j.at("post_processor") : json();
@@ -254,9 +255,10 @@ WordPieceTokenizer WordPieceTokenizer::from_json(std::string_view text) {
           (seen_a ? t.suffix_ : t.prefix_).push_back(id_value(id, "special_tokens." + name));
       }
     } else {
-      throw NotSupportedError(kOp, fmt::format("post-processor '{}' is not supported (TemplateProcessing, "
-                                               "BertProcessing are)",
-                                               type));
+      throw NotSupportedError(kWordPieceOp,
+                              fmt::format("post-processor '{}' is not supported (TemplateProcessing, "
+                                          "BertProcessing are)",
+                                          type));
     }
   }
   for (int32_t id : t.prefix_) t.id_to_token(id);
@@ -278,7 +280,8 @@ int32_t WordPieceTokenizer::token_to_id(std::string_view token) const {
 
 const std::string& WordPieceTokenizer::id_to_token(int32_t id) const {
   if (id < 0 || static_cast<size_t>(id) >= tokens_.size())
-    throw IndexError(kOp, fmt::format("token id {} is outside the vocabulary of {}", id, tokens_.size()));
+    throw IndexError(kWordPieceOp,
+                     fmt::format("token id {} is outside the vocabulary of {}", id, tokens_.size()));
   return tokens_[id];
 }
 
@@ -407,8 +410,8 @@ std::vector<int32_t> WordPieceTokenizer::encode(std::string_view text, bool add_
   size_t specials = add_special ? prefix_.size() + suffix_.size() : 0;
   if (max_length > 0) {
     if (max_length < specials)
-      throw ValueError(
-          kOp, fmt::format("max_length {} leaves no room for the {} special tokens", max_length, specials));
+      throw ValueError(kWordPieceOp, fmt::format("max_length {} leaves no room for the {} special tokens",
+                                                 max_length, specials));
     if (pieces.size() > max_length - specials) pieces.resize(max_length - specials);
   }
   if (!add_special) return pieces;
@@ -420,7 +423,7 @@ std::vector<int32_t> WordPieceTokenizer::encode(std::string_view text, bool add_
 
 WordPieceBatch WordPieceTokenizer::encode_batch(const std::vector<std::string>& texts, size_t max_length,
                                                 std::string_view device) const {
-  if (texts.empty()) throw ValueError(kOp, "encode_batch needs at least one text");
+  if (texts.empty()) throw ValueError(kWordPieceOp, "encode_batch needs at least one text");
   WordPieceBatch b;
   size_t longest = 1;
   for (const std::string& t : texts) {

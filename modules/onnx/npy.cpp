@@ -16,7 +16,7 @@
 namespace tg::onnx {
 namespace {
 
-[[noreturn]] void bad(std::string_view what) { throw FormatError("npy", what); }
+[[noreturn]] void malformed(std::string_view what) { throw FormatError("npy", what); }
 
 struct Descr {
   std::string_view code;
@@ -30,7 +30,7 @@ constexpr Descr kDescrs[] = {{"f4", dtypes::float32}, {"f8", dtypes::float64}, {
 std::string header_value(const std::string& header, const std::string& key) {
   std::smatch m;
   std::regex re("'" + key + "'\\s*:\\s*('[^']*'|True|False|\\([^)]*\\))");
-  if (!std::regex_search(header, m, re)) bad(fmt::format("the header has no '{}'", key));
+  if (!std::regex_search(header, m, re)) malformed(fmt::format("the header has no '{}'", key));
   return m[1].str();
 }
 
@@ -38,38 +38,40 @@ std::string header_value(const std::string& header, const std::string& key) {
 
 Tensor npy_parse(std::span<const std::byte> bytes, std::string_view device) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  if (bytes.size() < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0) bad("not a .npy file (no \\x93NUMPY magic)");
+  if (bytes.size() < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0)
+    malformed("not a .npy file (no \\x93NUMPY magic)");
   int major = p[6];
   size_t len_size = major == 1 ? 2 : 4;
-  if (major < 1 || major > 3) bad(fmt::format("version {} is not supported", major));
-  if (bytes.size() < 8 + len_size) bad("the file ends inside its header");
+  if (major < 1 || major > 3) malformed(fmt::format("version {} is not supported", major));
+  if (bytes.size() < 8 + len_size) malformed("the file ends inside its header");
   size_t hlen = len_size == 2 ? (p[8] | p[9] << 8) : (p[8] | p[9] << 8 | p[10] << 16 | size_t(p[11]) << 24);
   size_t start = 8 + len_size + hlen;
-  if (start > bytes.size()) bad("the file ends inside its header");
+  if (start > bytes.size()) malformed("the file ends inside its header");
   std::string header(reinterpret_cast<const char*>(p + 8 + len_size), hlen);
   std::string descr = header_value(header, "descr");
-  if (header_value(header, "fortran_order") != "False") bad("Fortran-ordered arrays are not supported");
+  if (header_value(header, "fortran_order") != "False") malformed("Fortran-ordered arrays are not supported");
   descr = descr.substr(1, descr.size() - 2);
   if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '|' || descr[0] == '=')) descr = descr.substr(1);
   const Descr* d = nullptr;
   for (const auto& x : kDescrs)
     if (x.code == descr) d = &x;
   if (!d)
-    bad(fmt::format("dtype '{}' is not supported (little-endian bool, int, uint and float only)", descr));
+    malformed(
+        fmt::format("dtype '{}' is not supported (little-endian bool, int, uint and float only)", descr));
   Shape shape;
   int64_t numel = 1;
   std::string dims = header_value(header, "shape");
   std::regex num("\\d+");
   for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
     int64_t v = std::stoll(it->str());
-    if (v > 0 && numel > std::numeric_limits<int64_t>::max() / 8 / v) bad("the shape is too large");
+    if (v > 0 && numel > std::numeric_limits<int64_t>::max() / 8 / v) malformed("the shape is too large");
     numel *= v;
     shape.push_back(v);
   }
   size_t want = static_cast<size_t>(numel) * d->dtype.itemsize();
   if (bytes.size() - start != want)
-    bad(fmt::format("shape {} of {} needs {} data bytes, the file has {}", dims, descr, want,
-                    bytes.size() - start));
+    malformed(fmt::format("shape {} of {} needs {} data bytes, the file has {}", dims, descr, want,
+                          bytes.size() - start));
   return nn::detail::tensor_from_bytes(bytes.subspan(start), d->dtype, shape, device);
 }
 

@@ -88,6 +88,7 @@ void add_loss_ops(OpTable& t);  // NegativeLogLikelihoodLoss, SoftmaxCrossEntrop
 void add_resize_ops(OpTable& t);  // Resize, Upsample, GridSample, AffineGrid
 
 // Helpers the tables share.
+inline int64_t dim(const Tensor& t, int i) { return static_cast<int64_t>(t.shape()[i]); }  // i >= 0
 int normalize_axis(const OpContext& c, int64_t axis,
                    int64_t ndim);  // negative axes; fail() when out of range
 std::vector<int> normalize_axes(const OpContext& c, const std::vector<int64_t>& axes, int64_t ndim);

@@ -10,8 +10,6 @@
 namespace tg::onnx {
 namespace {
 
-int64_t dim(const Tensor& t, int i) { return static_cast<int64_t>(t.shape()[i]); }
-
 // ---- losses ----
 
 // The loss of log-probabilities lp (N, C, d...) against target (N, d...): -lp[target] * weight[target],

@@ -11,8 +11,6 @@
 namespace tg::onnx {
 namespace {
 
-int64_t dim(const Tensor& t, int i) { return static_cast<int64_t>(t.shape()[i]); }
-
 // A per-channel vector shaped to broadcast along axis 1.
 Tensor channel(const Tensor& v, int ndim) {
   Shape s(ndim, 1);

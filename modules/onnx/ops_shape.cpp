@@ -10,8 +10,6 @@
 namespace tg::onnx {
 namespace {
 
-int64_t dim(const Tensor& t, int i) { return static_cast<int64_t>(t.shape()[i]); }
-
 // Axes from the attribute before `input_from` (the opset where they became an input), else from input i.
 std::optional<std::vector<int64_t>> axes_of(const OpContext& c, size_t i, int64_t input_from) {
   if (c.opset() >= input_from) {
