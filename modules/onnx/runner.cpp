@@ -270,9 +270,10 @@ std::map<std::string, Value> Runner::run(const std::map<std::string, Value>& fee
     if (auto* t = std::get_if<Tensor>(&v); t && t->device() != device_) *t = t->to(device_);
     bound.emplace_back(info.name, std::move(v));
   }
-  for (const auto& [name, v] : feeds) {
-    bool is_input =
-        std::any_of(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == name; });
+  for (const auto& feed : feeds) {
+    const auto& [name, v] = feed;
+    bool is_input = std::any_of(g.inputs.begin(), g.inputs.end(),
+                                [&](const ValueInfo& i) { return i.name == feed.first; });
     if (is_input) continue;
     auto init = g.initializers.find(name);
     if (init == g.initializers.end())
