@@ -17,7 +17,7 @@ namespace tg::cli {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::string_view kCmd = "onnx";
+constexpr std::string_view kOnnxCmd = "onnx";
 
 std::string shape_str(const Tensor& t) {
   std::vector<int64_t> dims;
@@ -60,8 +60,9 @@ std::map<std::string, onnx::Value> read_inputs(const onnx::Runner& r, const std:
       file = item.substr(eq + 1);
     } else {
       if (index >= r.inputs().size())
-        throw ValueError(std::string(kCmd), fmt::format("--inputs gives {} files; the model has {} inputs",
-                                                        index + 1, r.inputs().size()));
+        throw ValueError(
+            std::string(kOnnxCmd),
+            fmt::format("--inputs gives {} files; the model has {} inputs", index + 1, r.inputs().size()));
       name = r.inputs()[index].name;
     }
     index++;
@@ -180,7 +181,7 @@ std::map<std::string, std::string> read_expected(const fs::path& p) {
   std::map<std::string, std::string> out;
   if (p.empty()) return out;
   std::ifstream f(p);
-  if (!f) throw ValueError(std::string(kCmd), fmt::format("cannot read --expect '{}'", p.string()));
+  if (!f) throw ValueError(std::string(kOnnxCmd), fmt::format("cannot read --expect '{}'", p.string()));
   std::string line;
   while (std::getline(f, line)) {
     std::istringstream is(line);
@@ -195,7 +196,7 @@ std::map<std::string, std::string> read_expected(const fs::path& p) {
 int test(const Flags& f) {
   fs::path suite = f.get("suite", "");
   if (suite.empty() || !fs::is_directory(suite))
-    throw ValueError(std::string(kCmd), "test needs --suite DIR (onnx/backend/test/data/node)");
+    throw ValueError(std::string(kOnnxCmd), "test needs --suite DIR (onnx/backend/test/data/node)");
   std::regex filter(f.get("filter", ".*"));
   auto expected = read_expected(f.get("expect", ""));
   std::vector<fs::path> dirs;
@@ -231,16 +232,16 @@ int test(const Flags& f) {
 
 int onnx(Args args) {
   if (args.empty())
-    throw ValueError(std::string(kCmd),
+    throw ValueError(std::string(kOnnxCmd),
                      "usage: tg onnx info MODEL | run MODEL [--inputs a.npy,...] [--out DIR] | "
                      "test --suite DIR [--expect FILE] [--report FILE] [--filter REGEX]");
   std::string_view sub = args[0];
-  if (sub == "test") return test(parse(kCmd, args.subspan(1), {"suite", "expect", "report", "filter"}));
-  if (args.size() < 2) throw ValueError(std::string(kCmd), fmt::format("{} needs a model file", sub));
+  if (sub == "test") return test(parse(kOnnxCmd, args.subspan(1), {"suite", "expect", "report", "filter"}));
+  if (args.size() < 2) throw ValueError(std::string(kOnnxCmd), fmt::format("{} needs a model file", sub));
   fs::path model(args[1]);
   if (sub == "info") return info(model);
-  if (sub == "run") return run(model, parse(kCmd, args.subspan(2), {"inputs", "out", "device"}));
-  throw ValueError(std::string(kCmd), fmt::format("unknown subcommand '{}' (info, run, test)", sub));
+  if (sub == "run") return run(model, parse(kOnnxCmd, args.subspan(2), {"inputs", "out", "device"}));
+  throw ValueError(std::string(kOnnxCmd), fmt::format("unknown subcommand '{}' (info, run, test)", sub));
 }
 
 }  // namespace tg::cli
