@@ -95,7 +95,7 @@ Tensor to_tensor(const Proto& t, const std::filesystem::path& dir, std::string_v
   } else if (t.has_raw_data()) {
     const std::string& raw = t.raw_data();
     bytes.resize(raw.size());
-    std::memcpy(bytes.data(), raw.data(), raw.size());
+    if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
   } else if (dtype == dtypes::float32) {
     check_count(t, t.float_data(), numel, "float_data");
     bytes = pack<float>(t.float_data());

@@ -15,7 +15,10 @@ def main():
   args = [tg, "onnx", "test", "--suite", str(suite), "--report", str(report)]
   if "--update" not in sys.argv: args += ["--expect", str(expected)]
   rc = subprocess.run(args).returncode
-  rows = [line.rstrip("\n").split(" ", 2) for line in report.read_text().splitlines()]
+  rows = [line.rstrip("\n").split(" ", 2) for line in report.read_text().splitlines()] if report.exists() else []
+  if rc != 0 and (not rows or len(rows[-1]) < 2):
+    print(f"tg onnx test stopped (exit status {rc}) before it finished the report; see its output above")
+    return rc
   per_op = collections.defaultdict(collections.Counter)
   for name, status, *_ in rows:
     model = onnx.load(str(suite / name / "model.onnx"), load_external_data=False)
