@@ -98,7 +98,9 @@ UOpRef fold_alu(const UOpRef& x) {
     if (!s->shape() || !is_const_view(s.get())) return nullptr;
     vals.push_back(view_value(s.get()));
   }
-  std::optional<ConstValue> v = fold_const(x->op(), x->dtype(), vals);
+  // fold_const takes the operands' dtype: a comparison's own dtype is bool, its operands' is not.
+  DType operands = (x->op() == Ops::WHERE ? x->src(1) : x->src(0))->dtype();
+  std::optional<ConstValue> v = fold_const(x->op(), operands, vals);
   if (!v) return nullptr;
   return const_view(device_of(x.get()), x->dtype(), *v, shape_of(x.get()));
 }

@@ -45,6 +45,19 @@ BOOST_AUTO_TEST_CASE(integer_division_and_modulo) {
   expect_values(f32({7, -7}).div(2, Rounding::FLOOR), {3, -4});
 }
 
+// Comparisons of constant tensors fold in the scheduler on the operands' values, not on them as bools
+// (3 == 4 once folded to true: both are true as bools).
+BOOST_AUTO_TEST_CASE(constant_comparisons) {
+  expect_exact<bool>(Tensor(3).eq(4), {false});
+  expect_exact<bool>(Tensor(3).ne(4), {true});
+  expect_exact<bool>(Tensor(3).eq(3), {true});
+  expect_exact<bool>(Tensor(2.5).lt(2.0), {false});
+  expect_exact<bool>(Tensor(-1).lt(1), {true});
+  expect_exact<bool>(Tensor::full({2}, 7).eq(5), {false, false});
+  expect_exact<bool>(Tensor::from_size(3, dtypes::int64).ne(4), {true});
+  expect_exact<int32_t>(Tensor(3).eq(4).where(1, 2), {2});
+}
+
 BOOST_AUTO_TEST_CASE(pow_max_min_where_clamp) {
   expect_values(f32({2, 3}).pow(2), {4, 9});
   expect_values(f32({1, 2, 3}).pow(2, true), {2, 4, 8});  // 2 ** x
