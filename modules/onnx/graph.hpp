@@ -25,6 +25,17 @@ using AttrValue =
     std::variant<int64_t, double, std::string, Tensor, std::shared_ptr<const Graph>, std::vector<int64_t>,
                  std::vector<double>, std::vector<std::string>, std::vector<Tensor>>;
 
+// A small tensor whose elements are known on the host without running a kernel: an initializer, a Constant,
+// a Shape or Size, or what an operator computes from such values alone (the runner folds those, runner.cpp).
+// Integer and bool elements are in ints, float ones in floats.
+struct HostValue {
+  DType dtype;
+  Shape shape;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  size_t size() const { return dtype.is_float() ? floats.size() : ints.size(); }
+};
+
 struct Node {
   std::string name, op_type, domain;  // domain "" is ai.onnx
   std::vector<std::string> inputs;    // "" marks an omitted optional input

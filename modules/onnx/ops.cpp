@@ -57,12 +57,15 @@ std::vector<int64_t> OpContext::ints(size_t i) const {
   if (!t.dtype().is_int() && t.dtype() != dtypes::bool_)
     fail(fmt::format("input {} must hold integers, not {}", i, t.dtype().name()));
   if (t.ndim() > 1) fail(fmt::format("input {} must be a scalar or 1-d, not {}-d", i, t.ndim()));
+  if (const HostValue* k = known(i)) return k->ints;
   return t.to_vector<int64_t>();
 }
 
 std::vector<double> OpContext::floats(size_t i) const {
   const Tensor& t = in(i);
   if (t.ndim() > 1) fail(fmt::format("input {} must be a scalar or 1-d, not {}-d", i, t.ndim()));
+  if (const HostValue* k = known(i))
+    return k->dtype.is_float() ? k->floats : std::vector<double>(k->ints.begin(), k->ints.end());
   return t.to_vector<double>();
 }
 

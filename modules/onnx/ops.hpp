@@ -22,13 +22,15 @@ using GraphRunner = std::function<std::vector<Value>(const Graph&, const std::ve
 
 class OpContext {
  public:
+  // known: per input, its elements when the runner knows them on the host (null otherwise, or shorter).
   OpContext(const Node& node, int64_t opset, std::vector<Value> inputs, GraphRunner run_graph,
-            std::string device)
+            std::string device, std::vector<const HostValue*> known = {})
       : node_(node),
         opset_(opset),
         inputs_(std::move(inputs)),
         run_graph_(std::move(run_graph)),
-        device_(std::move(device)) {}
+        device_(std::move(device)),
+        known_(std::move(known)) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -41,8 +43,11 @@ class OpContext {
   std::optional<Tensor> opt(size_t i) const;   // an optional tensor input
   const Sequence& seq(size_t i) const;         // a sequence input
   const Value& value(size_t i) const;          // anything (Identity, Optional ops)
-  std::vector<int64_t> ints(size_t i) const;   // a small integer input read to the host (shape, axes)
-  std::vector<double> floats(size_t i) const;  // a small float input read to the host (scales)
+  // A small integer input on the host (shape, axes) and a small float one (scales): from the runner's
+  // known values when it has them, else read from the device (which a JIT capture refuses).
+  std::vector<int64_t> ints(size_t i) const;
+  std::vector<double> floats(size_t i) const;
+  const HostValue* known(size_t i) const { return i < known_.size() ? known_[i] : nullptr; }
   std::vector<Tensor> variadic(size_t from = 0) const;  // every present tensor input from `from` on
 
   // ---- attributes (fail() when one has the wrong kind) ----
@@ -72,6 +77,7 @@ class OpContext {
   std::vector<Value> inputs_;
   GraphRunner run_graph_;
   std::string device_;
+  std::vector<const HostValue*> known_;
 };
 
 // Every operator of the default domain (ai.onnx) and the few com.microsoft ones transformer exports use,

@@ -22,9 +22,10 @@ int64_t scalar_int(const OpContext& c, size_t i, std::string_view what) {
   return v[0];
 }
 
-bool scalar_bool(const OpContext& c, const Value& v, std::string_view what) {
+bool scalar_bool(const OpContext& c, const Value& v, std::string_view what, const HostValue* known = nullptr) {
   const Tensor* t = std::get_if<Tensor>(&v);
   if (!t || t->numel() != 1) c.fail(fmt::format("{} must be a tensor of one element", what));
+  if (known) return known->dtype.is_float() ? known->floats[0] != 0 : known->ints[0] != 0;
   return t->to_vector<bool>()[0];
 }
 
@@ -111,7 +112,7 @@ void realize_values(const std::vector<Value>& values) {
 }
 
 std::vector<Value> if_op(const OpContext& c) {
-  bool cond = scalar_bool(c, c.value(0), "cond");
+  bool cond = scalar_bool(c, c.value(0), "cond", c.known(0));
   return c.run_graph(c.attr_graph(cond ? "then_branch" : "else_branch"), {});
 }
 
@@ -129,7 +130,7 @@ std::vector<Value> loop(const OpContext& c) {
   const Graph& body = c.attr_graph("body");
   std::optional<int64_t> trip;
   if (c.has(0)) trip = scalar_int(c, 0, "M");
-  bool cond = c.has(1) ? scalar_bool(c, c.value(1), "cond") : true;
+  bool cond = c.has(1) ? scalar_bool(c, c.value(1), "cond", c.known(1)) : true;
   std::vector<Value> carried;
   for (size_t i = 2; i < c.num_inputs(); i++) carried.push_back(c.value(i));
   size_t n = carried.size();

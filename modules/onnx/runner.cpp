@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <mutex>
 #include <set>
 
 #include "base/error.hpp"
@@ -119,18 +120,120 @@ void count_unsupported(const Graph& g, std::map<std::string, int>& out) {
 struct Scope {
   const Scope* parent = nullptr;
   std::map<std::string, Value, std::less<>> values;
+  std::map<std::string, HostValue, std::less<>> known;  // the values of `values` known on the host
   const Value* find(std::string_view name) const {
     for (const Scope* s = this; s; s = s->parent)
       if (auto it = s->values.find(name); it != s->values.end()) return &it->second;
     return nullptr;
   }
+  const HostValue* find_known(std::string_view name) const {
+    for (const Scope* s = this; s; s = s->parent)
+      if (s->values.contains(name)) {
+        auto it = s->known.find(name);
+        return it == s->known.end() ? nullptr : &it->second;
+      }
+    return nullptr;
+  }
 };
 
+// ---- values folded on the host ----
+constexpr int64_t kKnownMax = 1024;  // elements: shapes, axes, scales and other index arithmetic
+
+bool concrete(const Shape& shape) {
+  return std::all_of(shape.begin(), shape.end(), [](const sint& d) { return d.is_number(); });
+}
+
+// t's elements when it is small enough to be worth knowing on the host (this reads the device).
+std::optional<HostValue> read_small(const Tensor& t) {
+  DType d = t.dtype();
+  bool fp8 = d.is_float() && d.itemsize() == 1;
+  if (!(d.is_int() || d.is_bool() || d.is_float()) || fp8 || !concrete(t.shape())) return std::nullopt;
+  if (static_cast<int64_t>(t.numel()) > kKnownMax) return std::nullopt;
+  HostValue h{d, t.shape(), {}, {}};
+  if (d.is_float())
+    h.floats = t.to_vector<double>();
+  else
+    h.ints = t.to_vector<int64_t>();
+  return h;
+}
+
+Tensor tensor_of(const HostValue& h, const std::string& device) {
+  if (h.size() == 0) return Tensor::zeros(h.shape, h.dtype, device);
+  Shape flat{static_cast<int64_t>(h.size())};
+  Tensor t = h.dtype.is_float() ? Tensor(h.floats, flat, h.dtype, device) : Tensor(h.ints, flat, h.dtype, device);
+  return t.reshape(h.shape);
+}
+
+void append_shape(std::string& key, const Shape& shape) {
+  for (const sint& d : shape) fmt::format_to(std::back_inserter(key), "{},", static_cast<int64_t>(d));
+}
+
+void append_value(std::string& key, const HostValue& h) {
+  fmt::format_to(std::back_inserter(key), "{}(", h.dtype.name());
+  append_shape(key, h.shape);
+  if (h.dtype.is_float())
+    fmt::format_to(std::back_inserter(key), "){}|", fmt::join(h.floats, ","));
+  else
+    fmt::format_to(std::back_inserter(key), "){}|", fmt::join(h.ints, ","));
+}
+
+// Whether a node's outputs follow from its inputs alone (no randomness, no sub-graph).
+bool foldable(const Node& n) {
+  static const Names random{"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                            "Bernoulli",    "Multinomial",   "Dropout"};
+  if (random.contains(n.op_type)) return false;
+  bool sub = false;
+  for_each_subgraph(n, [&](const std::string&, const Graph&) { sub = true; });
+  return !sub;
+}
+
+}  // namespace
+
+namespace detail {
+// What the runner has computed on the host, kept across calls: outputs by node and known inputs, and the
+// small initializers by graph and name. Entries for other input shapes accumulate; a model with shapes
+// that never repeat is capped by clearing.
+struct Folds {
+  struct Output {
+    Tensor tensor;
+    HostValue host;
+  };
+  std::mutex mu;
+  std::map<std::string, std::vector<Output>, std::less<>> nodes;
+  std::map<std::string, std::optional<HostValue>, std::less<>> inits;
+};
+}  // namespace detail
+
+namespace {
+
+using detail::Folds;
+
 std::vector<Value> eval(const Graph& g, const std::vector<std::pair<std::string, Value>>& bound,
-                        const Scope* parent, int64_t opset, const std::string& device) {
-  Scope scope{parent, {}};
-  for (const auto& [name, t] : g.initializers) scope.values[name] = t;
-  for (const auto& [name, v] : bound) scope.values[name] = v;
+                        const Scope* parent, int64_t opset, const std::string& device, Folds& folds) {
+  Scope scope{parent, {}, {}};
+  for (const auto& [name, t] : g.initializers) {
+    scope.values[name] = t;
+    std::string key = fmt::format("{}/{}", static_cast<const void*>(&g), name);
+    std::optional<HostValue> h;
+    bool seen = false;
+    {
+      std::lock_guard lock(folds.mu);
+      if (auto it = folds.inits.find(key); it != folds.inits.end()) {
+        seen = true;
+        h = it->second;
+      }
+    }
+    if (!seen) {
+      h = read_small(t);
+      std::lock_guard lock(folds.mu);
+      folds.inits[key] = h;
+    }
+    if (h) scope.known[name] = std::move(*h);
+  }
+  for (const auto& [name, v] : bound) {
+    scope.values[name] = v;
+    scope.known.erase(name);  // a feed overriding an initializer
+  }
   const OpTable& table = op_table();
   GraphRunner run_sub = [&](const Graph& sub, const std::vector<Value>& inputs) {
     if (inputs.size() > sub.inputs.size())
@@ -138,33 +241,82 @@ std::vector<Value> eval(const Graph& g, const std::vector<std::pair<std::string,
                                            sub.inputs.size(), inputs.size()));
     std::vector<std::pair<std::string, Value>> b;
     for (size_t i = 0; i < inputs.size(); i++) b.emplace_back(sub.inputs[i].name, inputs[i]);
-    return eval(sub, b, &scope, opset, device);
+    return eval(sub, b, &scope, opset, device, folds);
   };
   for (const Node& node : g.nodes) {
     std::vector<Value> inputs;
+    std::vector<const HostValue*> known;
     inputs.reserve(node.inputs.size());
+    bool all_known = true;
     for (const auto& name : node.inputs) {
       if (name.empty()) {
         inputs.emplace_back();
+        known.push_back(nullptr);
         continue;
       }
       const Value* v = scope.find(name);
       if (!v) throw ValueError("onnx", fmt::format("{}: input '{}' has no value", node.label(), name));
       inputs.push_back(*v);
+      known.push_back(scope.find_known(name));
+      all_known = all_known && known.back();
     }
     auto fn = table.find(op_key(node));
     if (fn == table.end())
       throw NotSupportedError("onnx",
                               fmt::format("{}: operator {} is not supported", node.label(), op_key(node)));
-    OpContext ctx(node, opset, std::move(inputs), run_sub, device);
+    // Shape and Size need only their input's shape; any other foldable node needs every input known.
+    const Tensor* first = inputs.empty() ? nullptr : std::get_if<Tensor>(&inputs[0]);
+    bool shape_only = (node.op_type == "Shape" || node.op_type == "Size") && node.domain.empty() && first &&
+                      concrete(first->shape());
+    std::string key;
+    if ((all_known || shape_only) && foldable(node)) {
+      key = fmt::format("{}:", static_cast<const void*>(&node));
+      if (shape_only)
+        append_shape(key, first->shape());
+      else
+        for (const HostValue* k : known)
+          if (k) append_value(key, *k);
+          else key += "-|";
+      std::lock_guard lock(folds.mu);
+      if (auto it = folds.nodes.find(key); it != folds.nodes.end()) {
+        for (size_t i = 0; i < node.outputs.size() && i < it->second.size(); i++) {
+          if (node.outputs[i].empty()) continue;
+          scope.values[node.outputs[i]] = it->second[i].tensor;
+          scope.known[node.outputs[i]] = it->second[i].host;
+        }
+        continue;
+      }
+    }
+    OpContext ctx(node, opset, std::move(inputs), run_sub, device, known);
     std::vector<Value> outs = fn->second(ctx);
     for (size_t i = 0; i < node.outputs.size(); i++) {
       if (node.outputs[i].empty()) continue;
       if (i >= outs.size())
         throw NotSupportedError(
             "onnx", fmt::format("{}: output {} ('{}') is not computed", node.label(), i, node.outputs[i]));
-      scope.values[node.outputs[i]] = std::move(outs[i]);
     }
+    if (!key.empty()) {
+      // Folded when every output is a small tensor: computed now, then a host constant for later calls.
+      std::vector<Folds::Output> folded;
+      for (const Value& o : outs) {
+        const Tensor* t = std::get_if<Tensor>(&o);
+        std::optional<HostValue> h = t ? read_small(*t) : std::nullopt;
+        if (!h) break;
+        folded.push_back({tensor_of(*h, device), std::move(*h)});
+      }
+      if (folded.size() == outs.size()) {
+        for (size_t i = 0; i < node.outputs.size(); i++) {
+          if (node.outputs[i].empty()) continue;
+          outs[i] = folded[i].tensor;
+          scope.known[node.outputs[i]] = folded[i].host;
+        }
+        std::lock_guard lock(folds.mu);
+        if (folds.nodes.size() > 100000) folds.nodes.clear();
+        folds.nodes.emplace(std::move(key), std::move(folded));
+      }
+    }
+    for (size_t i = 0; i < node.outputs.size(); i++)
+      if (!node.outputs[i].empty()) scope.values[node.outputs[i]] = std::move(outs[i]);
   }
   std::vector<Value> out;
   for (const auto& o : g.outputs) {
@@ -226,7 +378,8 @@ std::string describe(const ValueInfo& info) {
 
 Runner::Runner(Model model, std::string device)
     : model_(std::move(model)),
-      device_(device.empty() ? engine::default_device_name() : engine::canonical_device(device)) {
+      device_(device.empty() ? engine::default_device_name() : engine::canonical_device(device)),
+      folds_(std::make_shared<detail::Folds>()) {
   std::map<std::string, int> missing = unsupported_ops(model_);
   if (!missing.empty()) {
     std::vector<std::string> parts;
@@ -284,7 +437,7 @@ std::map<std::string, Value> Runner::run(const std::map<std::string, Value>& fee
                                            init->second.dtype().name(), dims_str(init->second.shape())));
     bound.emplace_back(name, v);
   }
-  std::vector<Value> outs = eval(g, bound, nullptr, model_.opset(), device_);
+  std::vector<Value> outs = eval(g, bound, nullptr, model_.opset(), device_, *folds_);
   std::map<std::string, Value> result;
   for (size_t i = 0; i < g.outputs.size(); i++) result[g.outputs[i].name] = std::move(outs[i]);
   return result;

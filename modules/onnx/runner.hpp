@@ -3,12 +3,17 @@
 // tensor graph that the scheduler fuses into kernels; outputs are realized when read.
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "onnx/graph.hpp"
 
 namespace tg::onnx {
+
+namespace detail {
+struct Folds;
+}  // namespace detail
 
 class Runner {
  public:
@@ -25,6 +30,10 @@ class Runner {
   // feeds: one value per graph input, by name (inputs with an initializer may be left out). Each is
   // checked against the input's element type and shape; a named dynamic axis takes the size it is first
   // given and must agree wherever else it appears. Returns the graph outputs, lazy.
+  // Small values that follow from initializers, constants and shapes alone (the shape arithmetic of
+  // Reshape, Slice, Expand, ...) are computed once on the host and remembered by their inputs, so a later
+  // call with the same input shapes builds a graph of only the data-dependent work and reads nothing back:
+  // such a call can be captured by tg::jit when no operator needs the data itself on the host.
   std::map<std::string, Value> run(const std::map<std::string, Value>& feeds) const;
 
   // The operators of a model (sub-graphs included) that op_table() lacks, with how many nodes use each.
@@ -33,6 +42,7 @@ class Runner {
  private:
   Model model_;
   std::string device_;
+  std::shared_ptr<detail::Folds> folds_;  // runner.cpp: the values folded on the host, by node and inputs
 };
 
 // "FLOAT (1,3,'batch',224)" for messages.
