@@ -112,6 +112,11 @@ std::string kernel_name(const UOpRef& ast) {
 
 namespace {
 
+// What every stage starts from: the AST simplified, one-hot selections collapsed to loads.
+UOpRef initial_rewrite(const UOpRef& ast) {
+  return codegen::collapse_onehot_reduces(graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"}));
+}
+
 void check_ast(const UOpRef& ast) {
   if (!ast || ast->op() != Ops::SINK)
     throw ValueError("codegen",
@@ -124,14 +129,14 @@ std::vector<Opt> choose_opts(const UOpRef& ast, const sdk::RendererCaps& caps, c
   if (options.opts) return *options.opts;
   if (env::NOOPT.value() != 0) return {};
   check_ast(ast);
-  UOpRef s = graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"});
+  UOpRef s = initial_rewrite(ast);
   return hand_coded_optimizations(s, caps);
 }
 
 UOpRef rewrite_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, const LowerOptions& opts,
                       std::span<const Opt> applied) {
   check_ast(ast);
-  UOpRef s = graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"});
+  UOpRef s = initial_rewrite(ast);
   s = apply_opts(s, applied, caps);
   s = codegen::add_group_reduces(s);
   s = codegen::add_local_ids(s, caps);
@@ -162,7 +167,7 @@ LinearProgram lower_kernel(const UOpRef& ast, const sdk::RendererCaps& caps, con
   LinearProgram p;
   p.applied_opts = choose_opts(ast, caps, opts);
   if (opts.name.empty())
-    p.name = kernel_name(apply_opts(graph_rewrite(ast, symbolic(), nullptr, {.name = "initial symbolic"}),
+    p.name = kernel_name(apply_opts(initial_rewrite(ast),
                                     p.applied_opts, caps));
   else
     p.name = opts.name;

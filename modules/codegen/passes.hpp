@@ -9,6 +9,10 @@
 
 namespace tg::codegen {
 
+// onehot.cpp: sum over r of where(e == r, t, 0), e free of r -> (0 <= e < end(r)) ? t[r := e] : 0 (a gated
+// load where one-hot indexing would loop over every row).
+UOpRef collapse_onehot_reduces(const UOpRef& sink);
+
 // ends.cpp
 UOpRef split_ends(const UOpRef& sink);     // END(x, r0, r1) -> END(END(x, r1), r0); loops of one trip go
 UOpRef reduce_to_acc(const UOpRef& sink);  // REDUCE -> DEFINE_REG accumulator: init, update loop, read

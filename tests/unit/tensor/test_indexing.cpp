@@ -1,5 +1,9 @@
 #define BOOST_TEST_MODULE tensor_indexing
+#include "codegen/lower.hpp"
 #include "helpers.hpp"
+#include "runtime/device.hpp"
+#include "runtime/registry.hpp"
+#include "tensor/realize.hpp"
 
 using namespace tg;
 using tg::test::expect_error;
@@ -104,6 +108,27 @@ BOOST_AUTO_TEST_CASE(numbers_on_a_symbolic_axis) {
   expect_error<IndexError>([&] { x[6]; }, "[index] index 6 is out of bounds for axis 0 with size 6");
   expect_error<IndexError>([&] { x[-2]; },
                            "[index] index -2 is out of bounds for axis 0 with size n (as small as 1)");
+}
+
+// Selecting rows with an integer tensor builds a one-hot sum over every row; lowered, it must collapse to
+// one gated load per element (codegen/onehot.cpp), with no loop over the table left. Indices out of range
+// select nothing (0), as the sum does; negative ones count from the end.
+BOOST_AUTO_TEST_CASE(row_selection_lowers_to_a_load) {
+  Tensor table = Tensor::arange(5000 * 4).reshape({5000, 4}).cast(dtypes::float32).realize();
+  Tensor ids = Tensor(std::vector<int32_t>{3, 4999, -1, 0, 12}).realize();
+  Tensor rows = table[ids];
+  UOpRef root = rows.uop();
+  auto items = engine::schedule_uops(std::span(&root, 1));
+  BOOST_REQUIRE(items.size() == 1);
+  runtime::Device& dev = runtime::Registry::global().device(rows.device());
+  codegen::LinearProgram p = codegen::lower_kernel(items[0].ast, dev.caps());
+  int accumulators = 0;
+  for (const UOpRef& u : p.uops) accumulators += u->op() == Ops::DEFINE_REG;
+  BOOST_TEST(accumulators == 0, "the lookup lowers to a reduce (" << accumulators << " accumulators)");
+  expect_values(rows, {12, 13, 14, 15, 19996, 19997, 19998, 19999, 19996, 19997, 19998, 19999, 0, 1, 2, 3,
+                       48, 49, 50, 51});
+  Tensor out_of_range = Tensor(std::vector<int64_t>{5000, 7}).realize();
+  expect_values(table.gather(0, out_of_range.reshape({2, 1}).expand({2, 4})), {0, 0, 0, 0, 28, 29, 30, 31});
 }
 
 BOOST_AUTO_TEST_CASE(gather_and_one_hot) {
