@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "tensor/gradient.hpp"
 #include "tensor/internal.hpp"
 #include "tensor/multi.hpp"
+#include "tensor/realize.hpp"
 
 namespace tg {
 
@@ -34,22 +36,58 @@ int64_t detail::cpu_vector_width(const std::string& dev) {
   return cpu ? caps.max_vector_width : 0;
 }
 
-Tensor detail::matmul_layout(const Tensor& w, int64_t m, bool contiguous) {
-  auto other = [&] { return contiguous ? w.contiguous() : w; };
-  if (w.ndim() < 2 || m < 32) return other();
-  int64_t lanes = cpu_vector_width(w.device());
-  if (lanes == 0) return other();
+namespace {
+
+// The strip layout of a CPU matmul weight (..., k, n): viewed as (..., k, n/s, s), packed with the middle axes
+// swapped, (..., n/s, k, s). None where the device, the sizes or the row count m do not call for it.
+struct Strips {
+  Shape split;
+  Dims swap;
+};
+std::optional<Strips> weight_strips(const Tensor& w, int64_t m) {
+  if (w.ndim() < 2 || m < 32) return std::nullopt;
+  int64_t lanes = detail::cpu_vector_width(w.device());
+  if (lanes == 0) return std::nullopt;
   int64_t s = std::clamp<int64_t>(2 * lanes, 8, 32);
   int64_t k = w.shape()[static_cast<size_t>(w.ndim() - 2)], n = w.shape().back();
-  if (n % s != 0 || n == s || k < 16 || m * n * k < (int64_t{1} << 21)) return other();
+  if (n % s != 0 || n == s || k < 16 || m * n * k < (int64_t{1} << 21)) return std::nullopt;
   int d = w.ndim();
-  Shape split(w.shape().begin(), w.shape().end() - 1);
-  split.push_back(n / s);
-  split.push_back(s);
-  Dims swap;
-  for (int a = 0; a < d + 1; a++) swap.push_back(a);
-  std::swap(swap[static_cast<size_t>(d - 2)], swap[static_cast<size_t>(d - 1)]);  // (..., n/s, k, s)
-  return w.reshape(split).permute(swap).contiguous().permute(swap).reshape(w.shape());
+  Strips st{Shape(w.shape().begin(), w.shape().end() - 1), {}};
+  st.split.push_back(n / s);
+  st.split.push_back(s);
+  for (int a = 0; a < d + 1; a++) st.swap.push_back(a);
+  std::swap(st.swap[static_cast<size_t>(d - 2)], st.swap[static_cast<size_t>(d - 1)]);
+  return st;
+}
+
+// Whether w is already the view back of a realized packed buffer (Tensor::packed_for_matmul's result).
+bool is_packed(const Tensor& w, const Strips& st) {
+  const UOpRef& u = w.uop();
+  if (u->op() != Ops::RESHAPE || u->src(0)->op() != Ops::PERMUTE) return false;
+  const UOpRef& base = u->src(0)->src(0);
+  const IntVec& order = u->src(0)->arg_as<IntVec>();
+  Shape packed(st.split);
+  size_t d = static_cast<size_t>(w.ndim());
+  std::swap(packed[d - 2], packed[d - 1]);
+  return std::equal(order.begin(), order.end(), st.swap.begin(), st.swap.end()) && base->shape() &&
+         *base->shape() == packed && engine::realized_buffer(base);
+}
+
+}  // namespace
+
+Tensor detail::matmul_layout(const Tensor& w, int64_t m, bool contiguous) {
+  std::optional<Strips> st = weight_strips(w, m);
+  if (!st) return contiguous ? w.contiguous() : w;
+  if (is_packed(w, *st)) return w;
+  return w.reshape(st->split).permute(st->swap).contiguous().permute(st->swap).reshape(w.shape());
+}
+
+Tensor Tensor::packed_for_matmul() const {
+  std::optional<Strips> st = weight_strips(*this, int64_t{1} << 21);  // any product that would pack it
+  if (!st) return contiguous().realize();
+  if (is_packed(*this, *st)) return *this;
+  Tensor packed = reshape(st->split).permute(st->swap).contiguous().realize();
+  return packed.permute(st->swap).reshape(shape());
 }
 
 Tensor detail::dot(const Tensor& x, const Tensor& w, std::optional<DType> dtype, bool layout) {

@@ -463,6 +463,11 @@ class Tensor {
   // ---- linear algebra (reshape + expand + mul + sum; there is no matmul op) ----
   Tensor dot(const Tensor& w, std::optional<DType> dtype = {}) const;
   Tensor matmul(const Tensor& w, std::optional<DType> dtype = {}) const;
+  // This weight (..., k, n) realized in the layout matmul reads a weight in on its device (a CPU packs it in
+  // strips of columns; elsewhere it is only made contiguous), viewed back as (..., k, n): a constant weight
+  // kept like this is not packed again by each product that uses it (an ONNX initializer, a served model's
+  // layers). Values and results are unchanged.
+  Tensor packed_for_matmul() const;
   static Tensor einsum(std::string_view formula, std::vector<Tensor> operands,
                        std::optional<DType> dtype = {});
   Tensor linear(const Tensor& weight, const Tensor& bias = Tensor()) const;

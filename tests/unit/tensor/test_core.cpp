@@ -236,6 +236,22 @@ BOOST_AUTO_TEST_CASE(building_runs_nothing) {
   expect_exact<int32_t>(b, {4, 6, 8});
 }
 
+// A weight packed once (Tensor::packed_for_matmul) is read as it is by every later product: one kernel, where
+// the plain weight is packed again (a second kernel on CLANG; no packing on INTERP or VULKAN), with the same
+// result bit for bit (the sum keeps its order). Hand-checked on a small case too.
+BOOST_AUTO_TEST_CASE(a_packed_weight_is_not_packed_again) {
+  Tensor w = Tensor::rand({256, 128}).realize(), x = Tensor::rand({64, 256}).realize();
+  Tensor packed = w.packed_for_matmul();
+  BOOST_TEST((packed.shape() == Shape{256, 128}));
+  UOpRef root = x.matmul(packed).uop();
+  BOOST_TEST(engine::schedule_uops(std::span(&root, 1)).size() == 1u);
+  std::vector<float> want = x.matmul(w).to_vector<float>(), got = x.matmul(packed).to_vector<float>();
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  BOOST_TEST(std::equal(got.begin(), got.end(), want.begin()));
+  Tensor small = Tensor::arange(6).reshape({2, 3}).cast(dtypes::float32);  // [[0,1,2],[3,4,5]]
+  expect_values(Tensor::full({1, 2}, 1.0f).matmul(small.packed_for_matmul()), {3, 5, 7});
+}
+
 BOOST_AUTO_TEST_CASE(a_reshaped_contiguous_result_is_its_buffer) {
   // (x + 1) stored, then viewed as 2 x 3: one kernel, the view reads that buffer (no copy into another)
   Tensor y = (Tensor({1, 2, 3, 4, 5, 6}) + 1).contiguous().reshape({2, 3});
