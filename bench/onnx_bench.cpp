@@ -1,14 +1,15 @@
-// One ONNX model on .npy inputs, run repeatedly: each call builds the lazy graph, schedules it and runs the
-// kernels (compiled on the first call, then taken from the program cache). Prints one JSON line of times.
-// (tg::jit cannot capture it yet: the shape inputs of Reshape and friends are read on the host.)
-// Usage: onnx_bench MODEL ITERS OUT.npy name=a.npy [name=b.npy ...] (bench/onnx.py runs it beside
-// onnxruntime and compares OUT.npy, the first output of the last call, with onnxruntime's).
+// One ONNX model on .npy inputs, run repeatedly, two ways: plain calls (each builds the lazy graph, and
+// schedules it or takes the schedule from the cache, then runs the kernels) and under tg::jit (the kernels
+// of one call captured, then replayed: what a serving loop or openpilot's compiled model does). Prints one
+// JSON line of times. Usage: onnx_bench MODEL ITERS OUT.npy name=a.npy [name=b.npy ...] (bench/onnx.py
+// runs it beside onnxruntime and compares OUT.npy, the first output of the last replay, with onnxruntime's).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <map>
 
+#include "engine/jit.hpp"
 #include "onnx/npy.hpp"
 #include "onnx/runner.hpp"
 
@@ -33,18 +34,24 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < in.size(); i++) feeds[names[i]] = in[i];
     return std::vector<tg::Tensor>{std::get<tg::Tensor>(runner.run(feeds).at(out_name)).realize()};
   };
-  std::vector<double> ms;
   std::vector<tg::Tensor> out;
-  for (int i = 0; i < iters + 2; i++) {
-    auto t0 = std::chrono::steady_clock::now();
-    out = step(inputs);
-    (void)out[0].host_view();  // waits for the kernels (no copy where the device maps host memory)
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
+  auto time = [&](auto&& fn, int n) {
+    std::vector<double> ms;
+    for (int i = 0; i < n; i++) {
+      auto t0 = std::chrono::steady_clock::now();
+      out = fn(inputs);
+      (void)out[0].host_view();  // waits for the kernels (no copy where the device maps host memory)
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return ms;
+  };
+  std::vector<double> plain = time(step, iters + 2);
+  tg::Jit jitted = tg::jit(step);
+  std::vector<double> jit = time(jitted, iters + 2);  // warm-up, capture, then replays
   tg::onnx::npy_save(out[0], argv[3]);
-  std::vector<double> replays(ms.begin() + 1, ms.end());
-  std::sort(replays.begin(), replays.end());
-  fmt::print("{{\"first_ms\": {:.3f}, \"second_ms\": {:.3f}, \"best_ms\": {:.3f}, \"median_ms\": {:.3f}}}\n",
-             ms[0], ms[1], replays.front(), replays[replays.size() / 2]);
+  auto best = [](std::vector<double> v, size_t skip) { return *std::min_element(v.begin() + skip, v.end()); };
+  fmt::print("{{\"first_ms\": {:.3f}, \"second_ms\": {:.3f}, \"best_ms\": {:.3f}, \"jit_best_ms\": {:.3f}, "
+             "\"jit_launches\": {}}}\n",
+             plain[0], plain[1], best(plain, 1), best(jit, 2), jitted.info().launches);
   return 0;
 }

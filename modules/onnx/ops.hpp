@@ -19,18 +19,24 @@ using OpTable = std::map<std::string, OpFn, std::less<>>;
 
 // Runs a sub-graph (If, Loop, Scan bodies): the values of the enclosing scopes stay visible by name.
 using GraphRunner = std::function<std::vector<Value>(const Graph&, const std::vector<Value>& inputs)>;
+// The runner's store of tensors prepared once from constants (OpContext::kept): by key, made on a miss.
+using KeepFn = std::function<Tensor(const std::string& key, const std::function<Tensor()>& make)>;
 
 class OpContext {
  public:
-  // known: per input, its elements when the runner knows them on the host (null otherwise, or shorter).
+  // known: per input, its elements when the runner knows them on the host (null otherwise, or shorter);
+  // constant: per input, whether it follows from initializers alone; keep: the runner's store for kept().
   OpContext(const Node& node, int64_t opset, std::vector<Value> inputs, GraphRunner run_graph,
-            std::string device, std::vector<const HostValue*> known = {})
+            std::string device, std::vector<const HostValue*> known = {}, std::vector<bool> constant = {},
+            KeepFn keep = {})
       : node_(node),
         opset_(opset),
         inputs_(std::move(inputs)),
         run_graph_(std::move(run_graph)),
         device_(std::move(device)),
-        known_(std::move(known)) {}
+        known_(std::move(known)),
+        constant_(std::move(constant)),
+        keep_(std::move(keep)) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -48,6 +54,13 @@ class OpContext {
   std::vector<int64_t> ints(size_t i) const;
   std::vector<double> floats(size_t i) const;
   const HostValue* known(size_t i) const { return i < known_.size() ? known_[i] : nullptr; }
+  // Whether input i is the same on every call: it follows from initializers and Constants alone.
+  bool constant(size_t i) const { return i < constant_.size() && constant_[i]; }
+  // A tensor made once from constants and kept by the runner for this node and key across calls (a weight
+  // packed for matmul); without a runner's store, make() on every call.
+  Tensor kept(const std::string& key, const std::function<Tensor()>& make) const {
+    return keep_ ? keep_(key, make) : make();
+  }
   std::vector<Tensor> variadic(size_t from = 0) const;  // every present tensor input from `from` on
 
   // ---- attributes (fail() when one has the wrong kind) ----
@@ -78,6 +91,8 @@ class OpContext {
   GraphRunner run_graph_;
   std::string device_;
   std::vector<const HostValue*> known_;
+  std::vector<bool> constant_;
+  KeepFn keep_;
 };
 
 // Every operator of the default domain (ai.onnx) and the few com.microsoft ones transformer exports use,

@@ -18,13 +18,23 @@ Tensor channel(const Tensor& v, int ndim) {
   return v.reshape(s);
 }
 
-std::vector<Value> matmul(const OpContext& c) { return {c.in(0).matmul(c.in(1))}; }
+// A constant weight (input i) in the layout matmul reads, packed once and kept by the runner,
+// so that each call does not copy every weight again (Tensor::packed_for_matmul).
+Tensor weight_for(const OpContext& c, size_t i, const Tensor& w) {
+  if (!c.constant(i) || w.ndim() < 2) return w;
+  return c.kept(fmt::format("weight {}", i), [&] { return w.packed_for_matmul(); });
+}
+
+std::vector<Value> matmul(const OpContext& c) {
+  const Tensor& x = c.in(0);
+  return {x.matmul(weight_for(c, 1, c.in(1)))};
+}
 
 std::vector<Value> gemm(const OpContext& c) {
   Tensor a = c.attr_int("transA", 0) ? c.in(0).transpose(0, 1) : c.in(0);
   Tensor b = c.attr_int("transB", 0) ? c.in(1).transpose(0, 1) : c.in(1);
   double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
-  Tensor y = a.matmul(b);
+  Tensor y = a.matmul(weight_for(c, 1, b));
   if (alpha != 1.0) y = y * alpha;
   if (auto bias = c.opt(2)) y = y + (beta != 1.0 ? *bias * beta : *bias);
   return {y};

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 
 #include "onnx/ops.hpp"
@@ -209,30 +208,9 @@ std::vector<Value> pad(const OpContext& c) {
   return {x.pad(pairs, m, fill)};
 }
 
-// Rows of a big table (a 30k-word embedding) copied on the host, as nn::Bert and llm do: as a one-hot
-// product over every row the gather would cost more than the whole model.
-Tensor gather_rows(const OpContext& c, const Tensor& x, const Tensor& idx) {
-  std::vector<int64_t> ids = idx.reshape({-1}).to_vector<int64_t>();
-  engine::HostView table = x.host_view();
-  if (table.bytes.empty()) return Tensor();
-  int64_t rows = dim(x, 0);
-  size_t row = table.bytes.size() / static_cast<size_t>(rows);
-  auto out = std::make_shared<std::vector<std::byte>>(ids.size() * row);
-  for (size_t i = 0; i < ids.size(); i++) {
-    int64_t r = ids[i] < 0 ? ids[i] + rows : ids[i];
-    if (r < 0 || r >= rows) c.fail(fmt::format("index {} is out of range for {} rows", ids[i], rows));
-    std::memcpy(out->data() + i * row, table.bytes.data() + static_cast<size_t>(r) * row, row);
-  }
-  Shape shape = idx.shape();
-  for (int i = 1; i < x.ndim(); i++) shape.push_back(x.shape()[i]);
-  return Tensor::from_blob(out->data(), shape, x.dtype(), {.device = x.device(), .owner = out});
-}
-
 std::vector<Value> gather(const OpContext& c) {
   const Tensor& x = c.in(0);
   int axis = normalize_axis(c, c.attr_int("axis", 0), x.ndim());
-  if (axis == 0 && dim(x, 0) >= 4096 && !x.requires_grad())
-    if (Tensor rows = gather_rows(c, x, c.in(1)); rows.defined()) return {rows};
   Tensor idx = wrap_index(c.in(1), dim(x, axis));
   std::vector<Index> index(axis, Slice{});
   index.emplace_back(idx.ndim() == 0 ? idx.reshape({1}) : idx);

@@ -121,10 +121,16 @@ struct Scope {
   const Scope* parent = nullptr;
   std::map<std::string, Value, std::less<>> values;
   std::map<std::string, HostValue, std::less<>> known;  // the values of `values` known on the host
+  Names constants;  // the names of `values` that follow from initializers and Constants alone
   const Value* find(std::string_view name) const {
     for (const Scope* s = this; s; s = s->parent)
       if (auto it = s->values.find(name); it != s->values.end()) return &it->second;
     return nullptr;
+  }
+  bool is_constant(std::string_view name) const {
+    for (const Scope* s = this; s; s = s->parent)
+      if (s->values.contains(name)) return s->constants.contains(name);
+    return false;
   }
   const HostValue* find_known(std::string_view name) const {
     for (const Scope* s = this; s; s = s->parent)
@@ -201,6 +207,7 @@ struct Folds {
   std::mutex mu;
   std::map<std::string, std::vector<Output>, std::less<>> nodes;
   std::map<std::string, std::optional<HostValue>, std::less<>> inits;
+  std::map<std::string, Tensor, std::less<>> kept;  // OpContext::kept, by node and key
 };
 }  // namespace detail
 
@@ -210,9 +217,10 @@ using detail::Folds;
 
 std::vector<Value> eval(const Graph& g, const std::vector<std::pair<std::string, Value>>& bound,
                         const Scope* parent, int64_t opset, const std::string& device, Folds& folds) {
-  Scope scope{parent, {}, {}};
+  Scope scope{parent, {}, {}, {}};
   for (const auto& [name, t] : g.initializers) {
     scope.values[name] = t;
+    scope.constants.insert(name);
     std::string key = fmt::format("{}/{}", static_cast<const void*>(&g), name);
     std::optional<HostValue> h;
     bool seen = false;
@@ -233,6 +241,7 @@ std::vector<Value> eval(const Graph& g, const std::vector<std::pair<std::string,
   for (const auto& [name, v] : bound) {
     scope.values[name] = v;
     scope.known.erase(name);  // a feed overriding an initializer
+    scope.constants.erase(name);
   }
   const OpTable& table = op_table();
   GraphRunner run_sub = [&](const Graph& sub, const std::vector<Value>& inputs) {
@@ -246,20 +255,27 @@ std::vector<Value> eval(const Graph& g, const std::vector<std::pair<std::string,
   for (const Node& node : g.nodes) {
     std::vector<Value> inputs;
     std::vector<const HostValue*> known;
+    std::vector<bool> constant;
     inputs.reserve(node.inputs.size());
-    bool all_known = true;
+    bool all_known = true, all_constant = true;
     for (const auto& name : node.inputs) {
       if (name.empty()) {
         inputs.emplace_back();
         known.push_back(nullptr);
+        constant.push_back(false);
         continue;
       }
       const Value* v = scope.find(name);
       if (!v) throw ValueError("onnx", fmt::format("{}: input '{}' has no value", node.label(), name));
       inputs.push_back(*v);
       known.push_back(scope.find_known(name));
+      constant.push_back(scope.is_constant(name));
       all_known = all_known && known.back();
+      all_constant = all_constant && constant.back();
     }
+    if (all_constant && foldable(node))
+      for (const auto& o : node.outputs)
+        if (!o.empty()) scope.constants.insert(o);
     auto fn = table.find(op_key(node));
     if (fn == table.end())
       throw NotSupportedError("onnx",
@@ -287,7 +303,17 @@ std::vector<Value> eval(const Graph& g, const std::vector<std::pair<std::string,
         continue;
       }
     }
-    OpContext ctx(node, opset, std::move(inputs), run_sub, device, known);
+    KeepFn keep = [&folds, &node](const std::string& what, const std::function<Tensor()>& make) {
+      std::string k = fmt::format("{}:{}", static_cast<const void*>(&node), what);
+      {
+        std::lock_guard lock(folds.mu);
+        if (auto it = folds.kept.find(k); it != folds.kept.end()) return it->second;
+      }
+      Tensor t = make();
+      std::lock_guard lock(folds.mu);
+      return folds.kept.emplace(std::move(k), std::move(t)).first->second;
+    };
+    OpContext ctx(node, opset, std::move(inputs), run_sub, device, known, std::move(constant), std::move(keep));
     std::vector<Value> outs = fn->second(ctx);
     for (size_t i = 0; i < node.outputs.size(); i++) {
       if (node.outputs[i].empty()) continue;

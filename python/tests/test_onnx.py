@@ -24,6 +24,28 @@ def conv_model(path):
   onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), path)
 
 
+def embed_model(path):
+  # A transformer's front: an embedding Gather of ids, a Reshape whose target comes from Shape arithmetic,
+  # a MatMul with a constant weight, LayerNorm's variance as Pow(x, 2).
+  rng = np.random.default_rng(3)
+  table = rng.standard_normal((5000, 64)).astype(np.float32)
+  w = rng.standard_normal((64, 64)).astype(np.float32)
+  i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+  nodes = [h.make_node("Gather", ["table", "ids"], ["e"], name="embed"),
+           h.make_node("Shape", ["ids"], ["s"], name="shape"),
+           h.make_node("Gather", ["s", "zero"], ["b"], name="batch", axis=0),
+           h.make_node("Unsqueeze", ["b", "axes0"], ["b1"], name="b1"),
+           h.make_node("Concat", ["b1", "minus1"], ["target"], name="target", axis=0),
+           h.make_node("MatMul", ["e", "w"], ["m"], name="proj"),
+           h.make_node("Pow", ["m", "two"], ["sq"], name="square"),
+           h.make_node("Reshape", ["sq", "target"], ["y"], name="flat")]
+  inits = [numpy_helper.from_array(table, "table"), numpy_helper.from_array(w, "w"), i64("zero", 0),
+           i64("axes0", [0]), i64("minus1", [-1]), numpy_helper.from_array(np.array(2.0, np.float32), "two")]
+  g = h.make_graph(nodes, "embed", [h.make_tensor_value_info("ids", TP.INT64, ["n", 48])],
+                   [h.make_tensor_value_info("y", TP.FLOAT, ["n", None])], inits)
+  onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 14)]), path)
+
+
 class TestOnnxRunner(unittest.TestCase):
   @classmethod
   def setUpClass(cls):
@@ -40,6 +62,22 @@ class TestOnnxRunner(unittest.TestCase):
     for feed in (x, Tensor(x)):  # a numpy array or a Tensor
       got = runner({"x": feed})["y"].numpy()
       np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+  def test_under_tinyjit(self):
+    # The runner folds the shape arithmetic on the host and keeps the packed weight, so a second call with the
+    # same shapes reads nothing back and TinyJit captures it; replays on new ids equal onnxruntime's.
+    from tinygrad_cpp import TinyJit
+    path = f"{self.dir.name}/embed.onnx"
+    embed_model(path)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    runner = OnnxRunner(path)
+    step = TinyJit(lambda ids: runner({"ids": ids})["y"].realize())
+    rng = np.random.default_rng(4)
+    for call in range(5):
+      ids = rng.integers(0, 5000, (4, 48)).astype(np.int64)
+      got = step(Tensor(ids)).numpy()
+      np.testing.assert_allclose(got, session.run(None, {"ids": ids})[0], rtol=1e-4, atol=1e-4,
+                                 err_msg=f"call {call}")
 
   def test_errors(self):
     runner = OnnxRunner(self.path)
