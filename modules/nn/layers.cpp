@@ -204,6 +204,17 @@ Tensor BatchNorm::forward(const Tensor& x) {
   return x.batchnorm(weight, bias, mean, (var + eps_).rsqrt());
 }
 
+std::pair<Tensor, Tensor> BatchNorm::calc_stats(const Tensor& x) const {
+  check_input(x);
+  Shape s(x.ndim(), 1);
+  s[1] = num_features_;
+  if (!is_training() && running_mean.defined()) return {running_mean, running_var.reshape(s)};
+  std::vector<int> axes = all_but_channels(x.ndim());
+  int64_t n = x.numel() / num_features_;
+  Tensor mean = batch_mean(x, axes, n);
+  return {mean, batch_mean((x - mean.reshape(s)).square(), axes, n)};
+}
+
 LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine, bool with_bias)
     : shape_(std::move(normalized_shape)), eps_(eps) {
   if (shape_.empty()) throw ValueError("LayerNorm", "normalized_shape must not be empty");

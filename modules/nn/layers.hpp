@@ -86,6 +86,9 @@ class BatchNorm : public Module {
   BatchNorm(int64_t num_features, double eps = 1e-5, std::optional<double> momentum = 0.1, bool affine = true,
             bool track_running_stats = true);
   Tensor forward(const Tensor& x) override;
+  // The mean and (biased) variance forward normalizes x with: the batch's, over every axis but 1, or in
+  // evaluation with running statistics those, the variance shaped (1, C, 1, ...) (tinygrad's calc_stats).
+  std::pair<Tensor, Tensor> calc_stats(const Tensor& x) const;
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
  protected:

@@ -157,42 +157,36 @@ std::vector<Tensor> Adam::update(const std::vector<Tensor>& params, const std::v
 
 LARS::LARS(std::vector<Tensor> params, LR lr, double momentum, double weight_decay, bool nesterov,
            bool classic, double tcoef)
+    : LARS(std::move(params), lr, momentum, weight_decay, 0, {}, nesterov, classic, true, tcoef) {}
+
+LARS::LARS(std::vector<Tensor> params, LR lr, double momentum, double weight_decay, bool nesterov,
+           int ns_steps, std::vector<double> ns_coefficients)
+    : LARS(std::move(params), lr, momentum, weight_decay, ns_steps, std::move(ns_coefficients), nesterov, false,
+           false, 0) {
+  if (ns_coefficients_.empty()) throw ValueError("Muon", "ns_coefficients must not be empty");
+}
+
+LARS::LARS(std::vector<Tensor> params, LR lr, double momentum, double weight_decay, int ns_steps,
+           std::vector<double> ns_coefficients, bool nesterov, bool classic, bool pre_wd, double tcoef)
     : Optimizer(std::move(params), lr),
       momentum_(momentum),
       wd_(weight_decay),
       tcoef_(tcoef),
       nesterov_(nesterov),
-      classic_(classic) {
-  if (momentum < 0) throw ValueError("LARS", fmt::format("momentum must be >= 0, got {}", momentum));
-  if (weight_decay < 0)
-    throw ValueError("LARS", fmt::format("weight_decay must be >= 0, got {}", weight_decay));
-  if (tcoef < 0) throw ValueError("LARS", fmt::format("tcoef must be >= 0, got {}", tcoef));
-  if (nesterov && momentum == 0) throw ValueError("LARS", "nesterov needs a momentum > 0");
-  if (momentum > 0)
-    for (const Tensor& p : params_) b_.push_back(zeros_like_param(p));
-}
-
-LARS::LARS(std::vector<Tensor> params, LR lr, double momentum, double weight_decay, bool nesterov,
-           int ns_steps, std::vector<double> ns_coefficients)
-    : Optimizer(std::move(params), lr),
-      momentum_(momentum),
-      wd_(weight_decay),
-      tcoef_(0),
-      nesterov_(nesterov),
-      classic_(false),
-      pre_wd_(false),
+      classic_(classic),
+      pre_wd_(pre_wd),
       ns_steps_(ns_steps),
       ns_coefficients_(std::move(ns_coefficients)) {
-  if (momentum < 0) throw ValueError("Muon", fmt::format("momentum must be >= 0, got {}", momentum));
-  if (weight_decay < 0)
-    throw ValueError("Muon", fmt::format("weight_decay must be >= 0, got {}", weight_decay));
-  if (nesterov && momentum == 0) throw ValueError("Muon", "nesterov needs a momentum > 0");
-  if (ns_steps < 0) throw ValueError("Muon", fmt::format("ns_steps must be >= 0, got {}", ns_steps));
-  if (ns_coefficients_.empty()) throw ValueError("Muon", "ns_coefficients must not be empty");
-  for (size_t i = 0; i < params_.size(); i++)
-    if (params_[i].ndim() == 0)
-      throw ShapeError("Muon",
-                       fmt::format("parameter {} is 0-d: the update is orthogonalized as (rows, -1)", i));
+  std::string_view op = ns_coefficients_.empty() ? "LARS" : "Muon";
+  if (momentum < 0) throw ValueError(op, fmt::format("momentum must be >= 0, got {}", momentum));
+  if (weight_decay < 0) throw ValueError(op, fmt::format("weight_decay must be >= 0, got {}", weight_decay));
+  if (tcoef < 0) throw ValueError(op, fmt::format("tcoef must be >= 0, got {}", tcoef));
+  if (nesterov && momentum == 0) throw ValueError(op, "nesterov needs a momentum > 0");
+  if (ns_steps < 0) throw ValueError(op, fmt::format("ns_steps must be >= 0, got {}", ns_steps));
+  if (!ns_coefficients_.empty())
+    for (size_t i = 0; i < params_.size(); i++)
+      if (params_[i].ndim() == 0)
+        throw ShapeError(op, fmt::format("parameter {} is 0-d: the update is orthogonalized as (rows, -1)", i));
   if (momentum > 0)
     for (const Tensor& p : params_) b_.push_back(zeros_like_param(p));
 }

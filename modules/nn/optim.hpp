@@ -98,11 +98,12 @@ class AdamW : public Adam {
       : Adam(Kind::ADAMW, std::move(params), lr, beta1, beta2, eps, weight_decay) {}
 };
 
+// adam: no trust ratio, so AdamW (tinygrad's LAMB(adam=True), which its AdamW is).
 class LAMB : public Adam {
  public:
   LAMB(std::vector<Tensor> params, LR lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-6,
-       double weight_decay = 0.0)
-      : Adam(Kind::LAMB, std::move(params), lr, beta1, beta2, eps, weight_decay) {}
+       double weight_decay = 0.0, bool adam = false)
+      : Adam(adam ? Kind::ADAMW : Kind::LAMB, std::move(params), lr, beta1, beta2, eps, weight_decay) {}
 };
 
 // tinygrad's LARS (You et al.): SGD whose step is scaled per tensor by the trust ratio
@@ -113,6 +114,10 @@ class LARS : public Optimizer {
  public:
   LARS(std::vector<Tensor> params, LR lr = 1e-3, double momentum = 0.9, double weight_decay = 1e-4,
        bool nesterov = false, bool classic = true, double tcoef = 0.001);
+  // Every option, in tinygrad's order: ns_steps > 0 with ns_coefficients orthogonalizes the update after the
+  // momentum (Muon's newton_schulz), pre_wd false decays the weights after it (p *= 1 - lr wd).
+  LARS(std::vector<Tensor> params, LR lr, double momentum, double weight_decay, int ns_steps,
+       std::vector<double> ns_coefficients, bool nesterov, bool classic, bool pre_wd, double tcoef);
 
  protected:
   // Muon: no trust ratio, weight decay after the momentum (p *= 1 - lr wd), the update orthogonalized.

@@ -174,8 +174,8 @@ Tensor Tensor::dot(const Tensor& w, std::optional<DType> dtype) const {
 
 Tensor Tensor::matmul(const Tensor& w, std::optional<DType> dtype) const { return dot(w, dtype); }
 
-Tensor Tensor::linear(const Tensor& weight, const Tensor& bias) const {
-  Tensor x = weight.ndim() == 1 ? *this * weight : dot(weight);
+Tensor Tensor::linear(const Tensor& weight, const Tensor& bias, std::optional<DType> dtype) const {
+  Tensor x = weight.ndim() == 1 ? *this * weight : dot(weight, dtype);
   return bias.defined() ? x + bias : x;
 }
 

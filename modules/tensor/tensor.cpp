@@ -472,6 +472,14 @@ Tensor Tensor::bitcast(DType d) const {
 
 Tensor Tensor::detach() const { return Tensor(UOp::make(Ops::DETACH, dtype(), {uop()}), device(), holds()); }
 
+Tensor Tensor::contiguous_backward() const {
+  UOpRef x = uop();
+  CustomBackward back = [](const UOpRef& g) {
+    return std::vector<UOpRef>{UOp::make(Ops::CONTIGUOUS, g->dtype(), {g})};
+  };
+  return detail::derive(custom_gradient(x, {x}, std::move(back), "contiguous_backward"), *this, {this});
+}
+
 Tensor Tensor::contiguous() const {
   Ops op = uop()->op();
   if (op == Ops::CONTIGUOUS || op == Ops::BUFFER ||

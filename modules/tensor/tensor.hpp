@@ -433,6 +433,8 @@ class Tensor {
   // axis.
   Tensor rearrange(std::string_view pattern, std::vector<std::pair<std::string, int64_t>> sizes = {}) const;
   Tensor contiguous() const;
+  // The identity, whose gradient is made contiguous (realized) before it flows on (tinygrad's).
+  Tensor contiguous_backward() const;
   Tensor to(std::string_view device) const;
   // ---- several devices (multi.cpp) ----
   // This tensor on every device of devices: split along axis into equal parts, or a full copy on each
@@ -470,7 +472,8 @@ class Tensor {
   Tensor packed_for_matmul() const;
   static Tensor einsum(std::string_view formula, std::vector<Tensor> operands,
                        std::optional<DType> dtype = {});
-  Tensor linear(const Tensor& weight, const Tensor& bias = Tensor()) const;
+  // dtype: the product's accumulation and result dtype, as dot's.
+  Tensor linear(const Tensor& weight, const Tensor& bias = Tensor(), std::optional<DType> dtype = {}) const;
   // Reduced QR of the last two axes (m, n): Q (m, k) with orthonormal columns and upper-triangular R (k, n),
   // k = min(m, n), with LAPACK's signs (Householder reflections), as torch.linalg.qr.
   std::pair<Tensor, Tensor> qr() const;
