@@ -6,8 +6,11 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <sstream>
+#include <tuple>
 
 #include "base/env.hpp"
 #include "base/error.hpp"
@@ -158,6 +161,15 @@ Tensor make_tensor(py::handle data, const OptDType& dtype, const OptDev& device)
     return device ? t.to(*device) : t;
   }
   if (py::isinstance<py::array>(data)) return from_array(data.cast<py::array>(), dtype, device);
+  // A file's bytes, mapped (tinygrad's Tensor(pathlib.Path) is a uint8 DISK tensor; dtype reinterprets them).
+  if (py::isinstance(data, py::module_::import("pathlib").attr("PurePath"))) {
+    py::module_ np = py::module_::import("numpy");
+    std::string path = py::str(data);
+    bool empty = py::module_::import("os").attr("path").attr("getsize")(path).cast<int64_t>() == 0;
+    py::array bytes = empty ? np.attr("zeros")(0, "uint8") : np.attr("memmap")(path, "uint8", "r");
+    Tensor t = from_array(bytes, {}, device);
+    return dtype && *dtype != dtypes::uint8 ? t.bitcast(*dtype) : t;
+  }
   if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
     py::array a = py::module_::import("numpy").attr("array")(data);
     char k = a.dtype().kind();
@@ -384,6 +396,45 @@ PYBIND11_MODULE(_tinygrad_cpp, m) {
                                                             {"default_int", dtypes::default_int}})
     dt.attr(name) = d;
   dt.def("from_name", [](std::string_view n) { return tg::dtypes::from_name(n); });
+  dt.attr("fp8e4m3") = dtypes::fp8e4m3;
+  dt.attr("fp8e5m2") = dtypes::fp8e5m2;
+  dt.attr("fp8_ocp") = py::make_tuple(dtypes::fp8e4m3, dtypes::fp8e5m2);
+  // (exponent bits, mantissa bits) of a float dtype.
+  dt.def(
+      "finfo",
+      [](DType d) {
+        for (auto [f, e, m] : std::initializer_list<std::tuple<DType, int, int>>{{dtypes::float16, 5, 10},
+                                                                               {dtypes::bfloat16, 8, 7},
+                                                                               {dtypes::float32, 8, 23},
+                                                                               {dtypes::float64, 11, 52},
+                                                                               {dtypes::fp8e4m3, 4, 3},
+                                                                               {dtypes::fp8e5m2, 5, 2}})
+          if (d == f) return py::make_tuple(e, m);
+        throw py::value_error(d.str() + " is not a floating point type");
+      },
+      py::arg("dtype"));
+  // The dtype a Python value makes: bool, default_int for an int, default_float for a float (tinygrad's weak
+  // dtypes, which tinygrad.cpp does not have, become these), the widest of a list's elements.
+  dt.def(
+      "from_py",
+      [](py::handle x) {
+        std::function<int(py::handle)> rank = [&](py::handle v) -> int {  // 0 bool, 1 int, 2 float
+          if (py::isinstance<py::bool_>(v)) return 0;
+          if (py::isinstance<py::float_>(v)) return 2;
+          if (py::isinstance<py::int_>(v)) return 1;
+          if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+            if (py::len(v) == 0) return 2;
+            int r = 0;
+            for (py::handle e : v) r = std::max(r, rank(e));
+            return r;
+          }
+          throw std::runtime_error("Could not infer dtype of " + py::repr(v).cast<std::string>() + " with type " +
+                                   py::repr(py::type::of(v)).cast<std::string>());
+        };
+        int r = rank(x);
+        return r == 0 ? dtypes::bool_ : r == 1 ? dtypes::default_int : dtypes::default_float;
+      },
+      py::arg("x"));
   dt.attr("void") = DType(tg::Scalar::VOID);
   using D = std::vector<DType>;
   D uints{dtypes::uint8, dtypes::uint16, dtypes::uint32, dtypes::uint64};

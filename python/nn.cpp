@@ -10,6 +10,8 @@
 #include "nn/lr_scheduler.hpp"
 #include "nn/optim.hpp"
 #include "nn/safetensors.hpp"
+#include "nn/torch_load.hpp"
+#include "nn/zip_reader.hpp"
 
 namespace tgpy {
 
@@ -61,7 +63,14 @@ void bind_nn(py::module_& m) {
       .def_readwrite("bias", &nn::BatchNorm::bias)
       .def_readwrite("running_mean", &nn::BatchNorm::running_mean)
       .def_readwrite("running_var", &nn::BatchNorm::running_var)
-      .def_readwrite("num_batches_tracked", &nn::BatchNorm::num_batches_tracked);
+      .def_readwrite("num_batches_tracked", &nn::BatchNorm::num_batches_tracked)
+      .def(
+          "calc_stats",
+          [](const nn::BatchNorm& b, const Tensor& x) {
+            auto [mean, var] = b.calc_stats(x);
+            return py::make_tuple(mean, var);
+          },
+          py::arg("x"));
   n.attr("BatchNorm2d") = n.attr("BatchNorm");
   n.attr("BatchNorm3d") = n.attr("BatchNorm");  // statistics over every axis but 1, any rank
   py::class_<nn::RMSNorm, nn::Module, std::shared_ptr<nn::RMSNorm>>(n, "RMSNorm")
@@ -155,13 +164,23 @@ void bind_nn(py::module_& m) {
            py::arg("params"), py::arg("lr") = 0.001, py::arg("b1") = 0.9, py::arg("b2") = 0.999,
            py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.01);
 
+  // tinygrad's order; nn/optim.py puts device= and fused= on top (tinygrad_cpp.nn.optim.LARS).
   py::class_<optim::LARS, optim::Optimizer>(o, "LARS").def(
-      py::init([](std::vector<Tensor> p, double lr, double momentum, double wd, bool nesterov, bool classic,
+      py::init([](std::vector<Tensor> p, double lr, double momentum, double wd, int ns_steps,
+                  std::optional<std::vector<double>> ns_coefficients, bool nesterov, bool classic, bool pre_wd,
                   double tcoef) {
-        return new optim::LARS(std::move(p), lr, momentum, wd, nesterov, classic, tcoef);
+        return new optim::LARS(std::move(p), lr, momentum, wd, ns_steps, ns_coefficients.value_or(std::vector<double>{}),
+                               nesterov, classic, pre_wd, tcoef);
       }),
       py::arg("params"), py::arg("lr") = 0.001, py::arg("momentum") = 0.9, py::arg("weight_decay") = 1e-4,
-      py::arg("nesterov") = false, py::arg("classic") = true, py::arg("tcoef") = 0.001);
+      py::arg("ns_steps") = 0, py::arg("ns_coefficients") = py::none(), py::arg("nesterov") = false,
+      py::arg("classic") = true, py::arg("pre_wd") = true, py::arg("tcoef") = 0.001);
+  py::class_<optim::LAMB, optim::Adam>(o, "LAMB").def(
+      py::init([](std::vector<Tensor> p, double lr, double b1, double b2, double eps, double wd, bool adam) {
+        return new optim::LAMB(std::move(p), lr, b1, b2, eps, wd, adam);
+      }),
+      py::arg("params"), py::arg("lr") = 0.001, py::arg("b1") = 0.9, py::arg("b2") = 0.999, py::arg("eps") = 1e-6,
+      py::arg("weight_decay") = 0.0, py::arg("adam") = false);
   py::class_<optim::Muon, optim::LARS>(o, "Muon").def(
       py::init([](std::vector<Tensor> p, double lr, double momentum, double wd, int ns_steps,
                   std::vector<double> ns_coefficients, bool nesterov) {
@@ -223,6 +242,29 @@ void bind_nn(py::module_& m) {
       nogil(), py::arg("tensors"), py::arg("fn"));
   s.def(
       "safe_load", [](const std::filesystem::path& p) { return nn::safe_load(p); }, nogil(), py::arg("fn"));
+  // A file's bytes (nn/state.py's accept_filename gives them from a path or a uint8 tensor).
+  s.def(
+      "torch_parse",
+      [](py::bytes data, OptDev device) {
+        std::string_view v = data;
+        return nn::torch_parse(std::as_bytes(std::span(v.data(), v.size())), dev(device));
+      },
+      py::arg("data"), py::arg("device") = py::none());
+  s.def(
+      "zip_extract",
+      [](py::bytes data) {
+        std::string_view v = data;
+        std::span<const std::byte> f = std::as_bytes(std::span(v.data(), v.size()));
+        py::dict out;
+        for (const nn::detail::ZipEntry& e : nn::detail::read_zip(f, "zip_extract")) {
+          std::vector<std::byte> keep;
+          std::span<const std::byte> b = nn::detail::entry_bytes("zip_extract", f, e, keep);
+          const auto* u = reinterpret_cast<const uint8_t*>(b.data());
+          out[py::str(e.name)] = Tensor(std::vector<uint8_t>(u, u + b.size()), tg::Shape{static_cast<int64_t>(b.size())});
+        }
+        return out;
+      },
+      py::arg("data"));
   s.def("module_state_dict", [](const nn::Module& mod) { return nn::state_dict(mod); });
   s.def("module_load_state_dict",
         [](nn::Module& mod, const nn::StateDict& sd, bool strict) { nn::load_state_dict(mod, sd, strict); });

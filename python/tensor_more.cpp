@@ -5,6 +5,8 @@
 
 #include "convert.hpp"
 #include "nn/losses.hpp"
+#include "nn/optim.hpp"
+#include "tensor/multi.hpp"
 
 namespace tgpy {
 
@@ -324,10 +326,10 @@ void bind_tensor_more(py::class_<Tensor>& t) {
       py::arg("formula"), py::kw_only(), py::arg("dtype") = py::none());
   t.def(
       "linear",
-      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
-        return x.linear(w, b.value_or(Tensor()));
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, OptDType dtype) {
+        return x.linear(w, b.value_or(Tensor()), dtype);
       },
-      py::arg("weight"), py::arg("bias") = py::none());
+      py::arg("weight"), py::arg("bias") = py::none(), py::arg("dtype") = py::none());
   t.def(
       "layernorm",
       [](const Tensor& x, py::object axis, double eps) { return x.layernorm(to_axes(axis), eps); },
@@ -378,12 +380,15 @@ void bind_tensor_more(py::class_<Tensor>& t) {
   t.def(
       "conv2d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, int64_t groups, py::object stride,
-         py::object dilation, py::object pad) {
-        return x.conv(w, b.value_or(Tensor()), to_sizes(stride), spatial_padding(pad, w.ndim() - 2),
-                      to_sizes(dilation), groups, "conv2d");
+         py::object dilation, py::object pad, OptDType dtype) {
+        // dtype: the products and their sum in that dtype (tinygrad sums products of the inputs' dtype in
+        // it: here they are computed in it too, as precise or more).
+        Tensor xs = dtype ? x.cast(*dtype) : x, ws = dtype ? w.cast(*dtype) : w;
+        return xs.conv(ws, b.value_or(Tensor()), to_sizes(stride), spatial_padding(pad, w.ndim() - 2),
+                       to_sizes(dilation), groups, "conv2d");
       },
       py::arg("weight"), py::arg("bias") = py::none(), py::arg("groups") = 1, py::arg("stride") = 1,
-      py::arg("dilation") = 1, py::arg("padding") = 0);
+      py::arg("dilation") = 1, py::arg("padding") = 0, py::arg("dtype") = py::none());
   t.def(
       "conv_transpose2d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, int64_t groups, py::object stride,
@@ -499,6 +504,40 @@ void bind_tensor_more(py::class_<Tensor>& t) {
   t.def(
       "to_", [](Tensor& x, const std::string& d) { return x.replace(x.to(d).contiguous()); },
       py::arg("device"));
+  // y's placement: split along y's axis over y's devices, or moved to y's one device.
+  t.def(
+      "shard_like",
+      [](const Tensor& x, const Tensor& y) {
+        if (y.device().find(',') == std::string::npos) return x.to(y.device());
+        return x.shard(tg::split_devices(y.device()), tg::shard_axis(y));
+      },
+      py::arg("y"));
+  t.def("contiguous_backward", &Tensor::contiguous_backward);
+  t.def("max_numel", [](const Tensor& x) { return x.numel().max(); });
+  t.def_property_readonly("max_shape", [](const Tensor& x) {
+    py::list out;
+    for (const tg::sint& d : x.shape()) out.append(d.max());
+    return py::tuple(out);
+  });
+  t.def(
+      "newton_schulz",
+      [](const Tensor& x, int steps, std::vector<double> params, double eps) {
+        return tg::nn::optim::newton_schulz(x, steps, params, eps);
+      },
+      py::arg("steps"), py::arg("params"), py::arg("eps") = 1e-7);
+  t.def_static(
+      "const", [](py::object b, OptDType dtype) { return make_tensor(b, dtype, {}); }, py::arg("b"),
+      py::arg("dtype") = py::none());
+  // Memory at ptr the caller keeps alive and in place as long as the tensor reads it (Tensor::from_blob).
+  t.def_static(
+      "from_blob",
+      [](uintptr_t ptr, py::object shape, OptDType dtype, OptDev device) {
+        tg::BlobOptions opts;
+        if (device) opts.device = *device;
+        return Tensor::from_blob(reinterpret_cast<void*>(ptr), to_shape(shape), dtype.value_or(dtypes::default_float),
+                                 opts);
+      },
+      py::arg("ptr"), py::arg("shape"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none());
 }
 
 }  // namespace tgpy

@@ -243,6 +243,155 @@ class TestLayers(Case):
     self.assertTrue(dtypes.is_unsigned(dtypes.uint16) and not dtypes.is_unsigned(dtypes.int16))
 
 
+class TestMoreBindings(Case):
+  """The bindings of the second pass (allow-list 59 -> 29)."""
+  def test_linear_and_conv2d_dtype(self):
+    w, b = randn(6, 4), randn(6)
+    self.check(lambda x, w, b: x.linear(w.T, b, dtype=dtypes.float32), lambda x, w, b: F.linear(x, w, b),
+               randn(3, 4), w, b)
+    h = Tensor(randn(2, 3)).cast(dtypes.float16).linear(Tensor(randn(3, 5)).cast(dtypes.float16), dtype=dtypes.float32)
+    self.assertEqual(h.dtype, dtypes.float32)
+    self.check(lambda x, w: x.conv2d(w, padding=1, dtype=dtypes.float32), lambda x, w: F.conv2d(x, w, padding=1),
+               randn(1, 2, 5, 5), randn(3, 2, 3, 3), atol=1e-4)
+    c = Tensor(randn(1, 2, 5, 5)).cast(dtypes.float16).conv2d(Tensor(randn(3, 2, 3, 3)).cast(dtypes.float16),
+                                                             dtype=dtypes.float32)
+    self.assertEqual(c.dtype, dtypes.float32)
+
+  def test_newton_schulz(self):
+    # X = G/|G|; X = aX + b(XX^T)X + c(XX^T)^2 X, the same polynomial written out in PyTorch
+    coef = (3.4445, -4.775, 2.0315)
+    def torch_ns(g, steps=3):
+      x = g / (g.norm() + 1e-7)
+      for _ in range(steps):
+        a = x @ x.T
+        x = coef[0] * x + coef[1] * a @ x + coef[2] * a @ a @ x
+      return x
+    self.check(lambda g: g.newton_schulz(3, coef), torch_ns, randn(4, 6), atol=1e-4)
+
+  def test_contiguous_backward(self):
+    self.check(lambda x: (x.contiguous_backward() * 3).exp(), lambda x: (x * 3).exp(), randn(3, 4))
+
+  def test_shard_like_max_shape_const_from_blob(self):
+    x = Tensor(randn(4, 2))
+    self.assertEqual(x.shard_like(Tensor([1.0])).device, Tensor([1.0]).device)
+    self.assertEqual(x.max_shape, (4, 2))
+    self.assertEqual(x.max_numel(), 8)
+    c = Tensor.const(2.5, dtypes.float16)
+    self.assertEqual((c.dtype, c.item()), (dtypes.float16, 2.5))
+    a = np.arange(6, dtype=np.float32)
+    t = Tensor.from_blob(a.ctypes.data, (2, 3), dtype=dtypes.float32)
+    self.assertEqual(t.tolist(), [[0, 1, 2], [3, 4, 5]])
+
+  def test_dtypes_finfo_from_py_fp8(self):
+    # (exponent, mantissa) bits: PyTorch's finfo gives the width and eps = 2^-mantissa; fp8 from the OCP spec
+    import math
+    for d, td in ((dtypes.float16, torch.float16), (dtypes.bfloat16, torch.bfloat16), (dtypes.float32, torch.float32),
+                  (dtypes.float64, torch.float64)):
+      mant = round(-math.log2(torch.finfo(td).eps))
+      self.assertEqual(dtypes.finfo(d), (torch.finfo(td).bits - 1 - mant, mant))
+    self.assertEqual((dtypes.finfo(dtypes.fp8e4m3), dtypes.finfo(dtypes.fp8e5m2)), ((4, 3), (5, 2)))
+    with self.assertRaises(ValueError): dtypes.finfo(dtypes.int32)
+    self.assertEqual([dtypes.from_py(v) for v in (True, 3, 2.0, [1, 2.0], [True, 1], [])],
+                     [dtypes.bool, dtypes.int32, dtypes.float32, dtypes.float32, dtypes.int32, dtypes.float32])
+    with self.assertRaises(RuntimeError): dtypes.from_py("x")
+    self.assertEqual(dtypes.fp8_ocp, (dtypes.fp8e4m3, dtypes.fp8e5m2))
+
+  def test_calc_stats(self):
+    from tinygrad_cpp import nn
+    a = randn(4, 3, 5, 5)
+    bn = nn.BatchNorm(3)
+    bn.train()
+    mean, var = bn.calc_stats(Tensor(a))
+    ta = torch.tensor(a)
+    np.testing.assert_allclose(mean.numpy(), ta.mean((0, 2, 3)).numpy(), atol=1e-6)
+    np.testing.assert_allclose(var.numpy(), ta.var((0, 2, 3), unbiased=False).numpy(), atol=1e-5)
+    bn.train(False)
+    mean, var = bn.calc_stats(Tensor(a))  # evaluation: the running statistics
+    self.assertEqual((mean.tolist(), var.shape), ([0.0] * 3, (1, 3, 1, 1)))
+
+
+class TestOptimizers(unittest.TestCase):
+  """tinygrad's optimizer signatures (SGD/Adam/AdamW/Muon are functions returning LARS/LAMB) against torch."""
+  def run_both(self, ours, theirs, steps=3):
+    from tinygrad_cpp import nn
+    w0 = randn(4, 3)
+    w, tw = Tensor(w0, requires_grad=True), torch.tensor(w0, requires_grad=True)
+    opt, topt = ours([w]), theirs([tw])
+    for _ in range(steps):
+      opt.zero_grad(); (w * w).sum().backward(); opt.step()
+      topt.zero_grad(); (tw * tw).sum().backward(); topt.step()
+    np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), atol=1e-5, rtol=1e-5)
+    return opt
+
+  def test_sgd_adam_adamw(self):
+    from tinygrad_cpp.nn import optim
+    sgd = self.run_both(lambda p: optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01, device=None,
+                                              fused=False), lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9,
+                                                                                       nesterov=True, weight_decay=0.01))
+    self.assertIsInstance(sgd, optim.LARS)
+    # classic momentum (lr before the momentum) equals PyTorch's while the lr is constant
+    self.run_both(lambda p: optim.SGD(p, lr=0.1, momentum=0.9, classic=True),
+                  lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9))
+    self.run_both(lambda p: optim.Adam(p, lr=0.01), lambda p: torch.optim.Adam(p, lr=0.01))
+    adamw = self.run_both(lambda p: optim.AdamW(p, lr=0.01, weight_decay=0.1),
+                          lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.1))
+    self.assertIsInstance(adamw, optim.LAMB)
+    self.assertIsInstance(optim.Muon([Tensor(randn(3, 4), requires_grad=True)]), optim.LARS)
+    with self.assertRaisesRegex(ValueError, "device"):
+      optim.SGD([Tensor(randn(2), requires_grad=True)], device="NOT_A_DEVICE")
+
+  def test_lamb_trust_ratio(self):
+    # LAMB: AdamW's update u scaled by |p| / |u| per tensor; one step from m = v = 0 written out in numpy
+    from tinygrad_cpp.nn import optim
+    w0, lr, b1, b2, eps = randn(5), 0.1, 0.9, 0.999, 1e-6
+    w = Tensor(w0, requires_grad=True)
+    opt = optim.LAMB([w], lr=lr, b1=b1, b2=b2, eps=eps)
+    opt.zero_grad(); (w * w).sum().backward(); opt.step()
+    g = 2 * w0.astype(np.float64)
+    m, v = (1 - b1) * g, (1 - b2) * g * g
+    u = (m / (1 - b1)) / (np.sqrt(v / (1 - b2)) + eps)
+    want = w0 - lr * np.linalg.norm(w0) / np.linalg.norm(u) * u
+    np.testing.assert_allclose(w.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+class TestState(unittest.TestCase):
+  def test_files_as_tensors(self):
+    import io, pathlib, tarfile, tempfile, zipfile
+    from tinygrad_cpp.nn import state
+    with tempfile.TemporaryDirectory() as d:
+      d = pathlib.Path(d)
+      (d / "a.bin").write_bytes(b"hello tensors")
+      t = Tensor(d / "a.bin")
+      self.assertEqual((t.dtype, t.shape, bytes(t.numpy())), (dtypes.uint8, (13,), b"hello tensors"))
+      f = state.TensorIO(t)
+      self.assertEqual((f.read(5), f.seek(6), f.read()), (b"hello", 6, b"tensors"))
+      # torch.save's checkpoint, a zip of stored and deflated files, a tar
+      torch.save({"w": torch.arange(6.0).reshape(2, 3)}, d / "m.pt")
+      self.assertEqual(state.torch_load(str(d / "m.pt"))["w"].tolist(), [[0, 1, 2], [3, 4, 5]])
+      self.assertEqual(state.torch_load(Tensor(d / "m.pt"))["w"].shape, (2, 3))
+      with zipfile.ZipFile(d / "z.zip", "w") as z:
+        z.writestr("s.txt", b"stored", compress_type=zipfile.ZIP_STORED)
+        z.writestr("d.txt", b"deflated " * 20, compress_type=zipfile.ZIP_DEFLATED)
+      files = state.zip_extract(d / "z.zip")
+      self.assertEqual({k: bytes(v.numpy()) for k, v in files.items()}, {"s.txt": b"stored", "d.txt": b"deflated " * 20})
+      with tarfile.open(d / "t.tar", "w") as tar:
+        info = tarfile.TarInfo("x/y.txt"); info.size = 5
+        tar.addfile(info, io.BytesIO(b"abcde"))
+      self.assertEqual({k: bytes(v.numpy()) for k, v in state.tar_extract(d / "t.tar").items()}, {"x/y.txt": b"abcde"})
+      # safetensors: the header as written by the safetensors package's format (8-byte length + JSON)
+      state.safe_save({"x": Tensor([1.0, 2.0])}, str(d / "s.safetensors"))
+      src, start, meta = state.safe_load_metadata(d / "s.safetensors")
+      self.assertEqual((meta["x"]["dtype"], meta["x"]["shape"], src.shape[0] - start), ("F32", [2], 8))
+      with self.assertRaisesRegex(ValueError, "too short"): state.safe_load_metadata(Tensor(np.zeros(3, np.uint8)))
+
+  def test_from_url(self):
+    import gzip, pathlib, tempfile
+    with tempfile.TemporaryDirectory() as d:
+      p = pathlib.Path(d) / "x.gz"
+      p.write_bytes(gzip.compress(b"\x01\x02\x03"))
+      self.assertEqual(Tensor.from_url(p.as_uri(), gunzip=True).tolist(), [1, 2, 3])
+
+
 class TestSignatures(unittest.TestCase):
   def test_inspect_reads_our_signatures(self):
     self.assertEqual(str(inspect.signature(Tensor.pad)), "(self, padding, mode='constant', value=0.0)")
