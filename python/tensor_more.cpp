@@ -513,6 +513,10 @@ void bind_tensor_more(py::class_<Tensor>& t) {
       },
       py::arg("y"));
   t.def("contiguous_backward", &Tensor::contiguous_backward);
+  t.def_static(
+      "random_bits",
+      [](const Tensor& key, const Tensor& counter, int64_t num) { return Tensor::random_bits(key, counter, num); },
+      py::arg("key"), py::arg("counter"), py::arg("num"));
   t.def("max_numel", [](const Tensor& x) { return x.numel().max(); });
   t.def_property_readonly("max_shape", [](const Tensor& x) {
     py::list out;

@@ -1,5 +1,6 @@
 // Random numbers from THREEFRY UOps: element i of a draw is threefry(counter + i, key), so the values
 // depend only on the seed and on how many numbers the device has drawn, never on the device itself.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -195,6 +196,38 @@ Tensor Tensor::rand_like(std::optional<DType> dtype) const {
 }
 Tensor Tensor::randn_like(std::optional<DType> dtype) const {
   return randn(shape(), dtype.value_or(this->dtype()), device());
+}
+
+namespace {
+
+// threefry2x32 of the counters (c1 << 32 | c0) under key (key[1] << 32 | key[0]): the low words, then the high.
+Tensor threefry_words(const Tensor& key, const Tensor& c0, const Tensor& c1) {
+  auto u64 = [](const Tensor& t) { return t.cast(dtypes::uint64); };
+  Tensor k = u64(key.shrink({{1, 2}})).lshift(32).bitwise_or(u64(key.shrink({{0, 1}})));
+  Tensor x = u64(c1).lshift(32).bitwise_or(u64(c0)).threefry(k);
+  return Tensor::cat({x.cast(dtypes::uint32), x.rshift(32).cast(dtypes::uint32)});
+}
+
+}  // namespace
+
+Tensor Tensor::random_bits(const Tensor& key, const Tensor& counter, int64_t num) {
+  for (const auto& [t, what] : {std::pair{&key, "key"}, std::pair{&counter, "counter"}})
+    if (t->dtype() != dtypes::uint32 || t->shape() != Shape{2})
+      throw ValueError("random_bits", fmt::format("{} must be 2 uint32 values (low, high), got {} {}", what,
+                                                  t->dtype().name(), detail::shape_str(t->shape())));
+  if (num < 0) throw ValueError("random_bits", fmt::format("num must be >= 0, got {}", num));
+  constexpr int64_t kChunk = 0xffffffff;
+  Tensor low = counter.shrink({{0, 1}}), high = counter.shrink({{1, 2}});
+  std::vector<Tensor> bits;
+  for (int64_t i = 0; i < num; i += kChunk) {
+    int64_t n = std::min(num - i, kChunk), half = (n + 1) / 2;
+    Tensor c_low = low + Tensor(i & 0xffffffff, dtypes::uint32, key.device());
+    Tensor c_high = high + Tensor(i >> 32, dtypes::uint32, key.device()) + c_low.lt(low).cast(dtypes::uint32);
+    Tensor next = threefry_words(key, c_low, c_high);
+    Tensor counts = Tensor::arange(half, dtypes::uint32, key.device());
+    bits.push_back(threefry_words(next, counts, counts + half).shrink({{0, n}}));
+  }
+  return bits.empty() ? counter.shrink({{0, 0}}) : Tensor::cat(bits);
 }
 
 }  // namespace tg

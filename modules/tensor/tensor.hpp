@@ -202,6 +202,9 @@ class Tensor {
   Tensor randn_like(std::optional<DType> dtype = {}) const;
   // 64 random bits per element (uint64), the words rand() is made from.
   static Tensor random_bits(Shape shape, std::string_view device = {});
+  // tinygrad's random_bits(key, counter, num): num uint32 values of threefry2x32 under key (uint32 (low,
+  // high)) from counter (uint32 (low, high)) on, bit for bit as tinygrad's.
+  static Tensor random_bits(const Tensor& key, const Tensor& counter, int64_t num);
   // A random permutation of 0..n-1 (the order of n random keys).
   static Tensor randperm(int64_t n, DType dtype = dtypes::int32, std::string_view device = {});
   // num_samples class indices (int32) per row of this 1-d or 2-d tensor of non-negative weights; without

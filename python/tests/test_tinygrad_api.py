@@ -282,6 +282,15 @@ class TestMoreBindings(Case):
     t = Tensor.from_blob(a.ctypes.data, (2, 3), dtype=dtypes.float32)
     self.assertEqual(t.tolist(), [[0, 1, 2], [3, 4, 5]])
 
+  def test_random_bits(self):
+    # tinygrad 0.14.0's own output for these keys and counters (DEV=CPU), recorded: threefry2x32 bit for bit
+    k = Tensor([1, 2], dtype=dtypes.uint32)
+    self.assertEqual(Tensor.random_bits(k, Tensor([7, 0], dtype=dtypes.uint32), 5).tolist(),
+                     [3056123755, 3895771153, 1906669961, 820867342, 1424068980])
+    self.assertEqual(Tensor.random_bits(k, Tensor([0xffffffff, 3], dtype=dtypes.uint32), 4).tolist(),  # carry
+                     [4036466164, 227113199, 1612606890, 3312124064])
+    with self.assertRaisesRegex(ValueError, "random_bits"): Tensor.random_bits(Tensor([1.0, 2.0]), k, 3)
+
   def test_dtypes_finfo_from_py_fp8(self):
     # (exponent, mantissa) bits: PyTorch's finfo gives the width and eps = 2^-mantissa; fp8 from the OCP spec
     import math
