@@ -64,7 +64,7 @@ struct NullProgram final : Program {
   }
 };
 
-class NullDevice final : public Device {
+class NullDevice final : public sdk::Device {
  public:
   static constexpr int32_t priority = -1;  // never picked by default: only DEV=NULL selects it
   static Status probe() { return {}; }
