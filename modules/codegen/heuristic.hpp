@@ -16,6 +16,7 @@ inline constexpr int64_t kMinWork = 4096;      // smaller kernels stay as they a
 inline constexpr int64_t kThreadWork = 65536;  // a kernel spreads over threads from this many loop trips
 inline constexpr int64_t kMaxUpcast = 64;      // outputs (accumulators) per loop trip
 inline constexpr int64_t kMaxCpuUpcast = 256;  // on a CPU: 16 vectors of 16
+inline constexpr int64_t kChains = 8;          // multiply-add chains a CPU core keeps busy (2 FMA ports x 4)
 inline constexpr int64_t kStripBytes = 512
                                        << 10;   // a strip of the reused inputs up to this size stays cached
 inline constexpr int64_t kGroupOutputs = 2048;  // reduces with at most this many outputs are grouped

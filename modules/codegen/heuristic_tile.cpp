@@ -121,6 +121,13 @@ void register_tile(const Kernel& k, Plan& p) {
     p.add(OptOps::UPCAST, i, n);
     p.upcast *= n, p.tiled++;
   }
+  // On a CPU a lone contiguous tile of two vectors leaves the unrolled reduce one dependent chain of
+  // multiply-adds per vector: latency-bound at a quarter of the FMA rate. More rows of the same axis (its
+  // next blocks of outputs, each a stream of its own) make up to kChains independent chains.
+  if (cpu && p.tiled == 1 && cands.size() == 1 && !moved && k.contiguous(cands[0].axis)) {
+    int64_t more = p.divisor(cands[0].axis, std::max<int64_t>(kChains / vectors, 1));
+    if (more > 1 && p.upcast * more <= bound) p.add(OptOps::UPCAST, cands[0].axis, more), p.upcast *= more;
+  }
   p.roomy = p.upcast <= budget * width;
 }
 

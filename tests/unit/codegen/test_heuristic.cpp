@@ -132,6 +132,26 @@ BOOST_AUTO_TEST_CASE(register_tile_step) {
     Plan p(k);
     BOOST_TEST(run(register_tile, k, p) == "[UPCAST(axis=0, arg=16), UPCAST(axis=1, arg=4)]");
   }
+  {  // a matvec y[j] = sum_r x[r] w[r, j]: x is reused along j alone. Two vectors of j would leave two
+     // dependent chains of multiply-adds; more blocks of j make 8 chains (8 vectors of 16, or of 8 on AVX2)
+    UOpRef j = range(1024, 0), r = range(64, 1, AxisType::REDUCE);
+    UOpRef x = load(glob(1, dtypes::float32, 64), r);
+    UOpRef w = load(glob(2, dtypes::float32, 64 * 1024), r * idx(1024) + j);
+    UOpRef ast =
+        UOp::sink({end(store(glob(0, dtypes::float32, 1024), j, reduce(x * w, {r}, Ops::ADD)), {j})});
+    for (auto [caps, want, up] :
+         {std::tuple{cpu16(), "[UPCAST(axis=0, arg=32), UPCAST(axis=0, arg=4)]", 128},
+          std::tuple{cpu8(), "[UPCAST(axis=0, arg=16), UPCAST(axis=0, arg=4)]", 64}}) {
+      Kernel k(ast, caps);
+      Plan p(k);
+      BOOST_TEST(run(register_tile, k, p) == want);
+      BOOST_TEST(p.upcast == up);
+      BOOST_TEST(p.size[0] == 1024 / up);
+    }
+    Kernel k(ast, gpu());  // a workgroup device: one vector, as before
+    Plan p(k);
+    BOOST_TEST(run(register_tile, k, p) == "[UPCAST(axis=0, arg=16)]");
+  }
   {  // a row sum reuses nothing along its output axis: no tile
     Kernel k(sum_ast(256, true), cpu16());
     Plan p(k);
