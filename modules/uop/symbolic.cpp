@@ -121,6 +121,16 @@ UOpRef max_by_range(M& m) {
   return ra.lo >= rb.hi ? a : ra.hi <= rb.lo ? b : UOpRef{};
 }
 
+// x & (2^k - 1) -> x when x is known to lie in [0, 2^k - 1]: the high nibble of a byte, (b >> 4) & 15.
+UOpRef and_by_range(M& m) {
+  const UOpRef& x = m["x"];
+  const ConstValue* v = m["c1"]->const_value();
+  const int64_t* c = v ? std::get_if<int64_t>(v) : nullptr;
+  if (!c || *c < 0 || (*c & (*c + 1)) != 0 || x->dtype().is_bool()) return {};
+  IntRange r = int_range(*x);
+  return r.lo >= 0 && r.hi <= *c ? x : UOpRef{};
+}
+
 UOpRef where_and(M& m) { return (m["a"] & m["b"])->where(m["c"], m["d"]); }
 UOpRef where_or(M& m) { return (m["a"] | m["b"])->where(m["c"], m["d"]); }
 UOpRef where_not(M& m) { return m["x"]->where(m["b"], m["a"]); }
@@ -286,6 +296,7 @@ const PatternMatcher& symbolic() {
       {x & (x | y), to("x")},                                               // x&(x|y) -> x
       // ** max **
       {x.maximum(y), max_by_range},                                         // max(x,y) -> x if x>=y
+      {xi & c1, and_by_range},                                              // x&15 -> x if 0<=x<=15
       {UPat(logic, {}, std::vector<UPat>{inner, c2}), assoc_const},         // (x&c1)&c2 -> x&(c1&c2)
       // ** where **
       {xb.ne(t).where(UPat::var("a"), UPat::var("b")), where_not},          // !c?a:b -> c?b:a

@@ -152,6 +152,19 @@ BOOST_AUTO_TEST_CASE(comparisons) {
   CHECK_SIMPLIFIES(x->maximum(var("n", -5, 0)), x);
 }
 
+BOOST_AUTO_TEST_CASE(masks_by_range) {
+  // x & (2^k - 1) is x when x lies in [0, 2^k - 1] (the high nibble of a byte: (b >> 4) & 15)
+  UOpRef b = var("b", 0, 255, dtypes::int32), m15 = num(15, dtypes::int32);
+  CHECK_SIMPLIFIES((b >> num(4, dtypes::int32)) & m15, b >> num(4, dtypes::int32));
+  CHECK_SIMPLIFIES(var("n", 0, 15, dtypes::int32) & m15, var("n", 0, 15, dtypes::int32));
+  UOpRef low = b & m15;  // 0..255 needs the mask
+  CHECK_SIMPLIFIES(low, low);
+  UOpRef neg = var("s", -1, 3, dtypes::int32) & m15;  // -1 & 15 is 15
+  CHECK_SIMPLIFIES(neg, neg);
+  UOpRef odd = var("t", 0, 5, dtypes::int32) & num(6, dtypes::int32);  // not a low-bit mask: 5 & 6 is 4
+  CHECK_SIMPLIFIES(odd, odd);
+}
+
 BOOST_AUTO_TEST_CASE(wrap_around_is_respected) {
   // folds that hold over the integers but not modulo 2^bits must not fire when a node can wrap
   UOpRef big = var("x", 0, 2147483647, dtypes::int32), zero = num(0, dtypes::int32);
