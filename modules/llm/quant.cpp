@@ -61,8 +61,22 @@ std::pair<Tensor, Tensor> q4k_scales(const Tensor& b) {
 // A packed weight as w = a * q + c per sub-block of L inputs: q (strips, sub-blocks, L, s) small integers as
 // float32, a and c (strips, sub-blocks, s). A matmul multiplies by a and adds c once a sub-block.
 struct Affine {
-  Tensor q, a, c;  // c may be undefined (0)
+  Tensor q, a, c;     // c may be undefined (0)
+  int64_t pairs = 1;  // > 1: q's L elements come as (L/pairs, pairs) of the file's (pairs, L/pairs)
 };
+
+// x (..., L) in q's element order: the file's (pairs, L/pairs) read as (L/pairs, pairs).
+Tensor in_q_order(const Tensor& x, int64_t pairs) {
+  if (pairs == 1) return x;
+  Shape lead(x.shape().begin(), x.shape().end() - 1);
+  int64_t len = static_cast<int64_t>(x.shape(-1));
+  int nd = x.ndim();
+  Dims order;
+  for (int a = 0; a < nd - 1; a++) order.push_back(a);
+  order.push_back(nd);
+  order.push_back(nd - 1);
+  return x.reshape(with(lead, {pairs, len / pairs})).permute(order).reshape(with(lead, {len}));
+}
 
 // Bit fields of packed bytes b along a new axis of n values shifted by step bits (followed by `trailing`
 // axes), masked, as float32. Unpacked as int32, which a CPU shifts and masks a whole vector at a time.
@@ -88,11 +102,13 @@ Tensor q4_0_rows(const Tensor& b, const Shape& lead) {
   return (nib.reshape(with(lead, {32})).cast(dtypes::float32) - 8) * f16(b, 0).cast(dtypes::float32);
 }
 std::vector<Tensor> q4_0_fields(const Tensor& b) { return {scale(b, 0), field(b, 2, 18)}; }
+// The low nibbles are elements 0..15, the high 16..31. q takes both nibbles of a byte side by side
+// (elements j and j + 16), so a kernel loads each byte once and shifts it by constants.
 Affine q4_0_packed(const std::vector<Tensor>& f) {
   auto [g, nb, n] = strips(f[1]);
-  Tensor q = unpack(f[1].reshape({g, nb, 1, 16, n}).expand({g, nb, 2, 16, n}), 2, 4, 2, 15);
+  Tensor q = unpack(f[1].reshape({g, nb, 16, 1, n}).expand({g, nb, 16, 2, n}), 2, 4, 1, 15);
   Tensor d = f[0].reshape({g, nb, n});
-  return {q.reshape({g, nb, 32, n}), d, d * -8};  // the low nibbles are elements 0..15, the high 16..31
+  return {q.reshape({g, nb, 32, n}), d, d * -8, 2};
 }
 
 Tensor q8_0_rows(const Tensor& b, const Shape&) {
@@ -247,6 +263,11 @@ Tensor Weight::dequantize_t(bool store) const {
   Tensor w;  // (strips, in, s)
   if (quantized()) {
     Affine f = block_type(type).packed(packed);
+    if (f.pairs > 1) {  // back to the file's element order: (strips, blocks, L/pairs, pairs, s) transposed
+      auto [g, nb, n] = strips(f.q);
+      int64_t len = static_cast<int64_t>(f.q.shape(2));
+      f.q = f.q.reshape({g, nb, len / f.pairs, f.pairs, n}).permute({0, 1, 3, 2, 4}).reshape({g, nb, len, n});
+    }
     Tensor v = f.q * f.a.unsqueeze(-2);
     if (f.c.defined()) v = v + f.c.unsqueeze(-2);
     w = v.reshape({v.shape(0), shape[1], v.shape(-1)});
@@ -276,7 +297,7 @@ Tensor Weight::linear(const Tensor& x, const Tensor& bias) const {
     // weight, and the inner product runs over the small integers alone
     Affine f = block_type(type).packed(packed);
     int64_t sb = static_cast<int64_t>(f.q.shape(1)), len = static_cast<int64_t>(f.q.shape(2));
-    Tensor xr = x.reshape(with(lead, {1, sb, len, 1}));
+    Tensor xr = in_q_order(x.reshape(with(lead, {1, sb, len})), f.pairs).unsqueeze(-1);
     y = (xr * f.q).sum(-2) * f.a;  // (..., g, sb, s)
     if (f.c.defined()) y = y + xr.sum(-2) * f.c;
     y = y.sum(-2).reshape(with(lead, {shape[0]}));
