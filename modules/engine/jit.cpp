@@ -440,7 +440,7 @@ struct Jit::Impl {
       if (c.sig == sig) return replay(c, inputs, values);
     if (!captures.empty() && captures.size() >= static_cast<size_t>(std::max(opts.max_captures, 1)))
       mismatch(sig, captures[0].sig);
-    if (call_no == 0) return run(given);  // warm-up
+    if (call_no == 0 && opts.warmup) return run(given);
     captures.push_back(capture(inputs, given, std::move(sig), values));
     return captures.back().outputs;
   }

@@ -5,7 +5,8 @@
 //   auto step = tg::jit([&](std::span<const Tensor> in) -> std::vector<Tensor> { ... return {loss}; });
 //   for (...) Tensor loss = step({x, y})[0];
 //
-// Call 1 runs fn (warm-up: kernels compile, lazily created state is realized). Call 2 runs fn and records
+// Call 1 runs fn (warm-up: kernels compile, lazily created state is realized; JitOptions::warmup = false
+// skips it and records call 1). Call 2 runs fn and records
 // every kernel launch and copy of the realizes inside it. Calls 3+ replay the record without calling fn:
 // the inputs' buffers take the place of the captured inputs; every other buffer fn touched that is still
 // held by a tensor (parameters, optimizer state, a learning-rate tensor) stays bound, so assigns to it
@@ -31,6 +32,9 @@ struct JitOptions {
   // Captures kept, one per input signature (shapes, dtypes, devices). With 1, an input that differs from
   // the captured one is an error; with more, a new signature is captured on its first call.
   int max_captures = 1;
+  // false: call 1 already captures (no warm-up run). For a function whose lazy state is realized before
+  // its first call (a model's weights and caches): the warm-up would only repeat the capture's work.
+  bool warmup = true;
 };
 
 // Sizes of the last capture, for DEBUG output and tests.

@@ -64,7 +64,7 @@ Generator::Generator(Transformer& model, int64_t prefill_chunk)
       step_(engine::jit([this](std::span<const Tensor> in) -> std::vector<Tensor> {
         Tensor logits = model_.forward(in[0], in[1].as_size(), true);
         return {logits.realize()};
-      })) {
+      }, {.warmup = false})) {  // the weights, caches and tables are realized at load: step 1 captures
   if (chunk_ < 1) throw ValueError("llm", fmt::format("the prefill chunk must be >= 1, got {}", chunk_));
 }
 
@@ -103,7 +103,7 @@ std::vector<float> Generator::decode(int32_t token) {
                                    Tensor::from_size(model_.bind_position(position()), dtypes::int32)});
   std::vector<float> logits = out[0].to_vector<float>();
   fed_.push_back(token);
-  if (++decode_steps_ > 2) {
+  if (++decode_steps_ > 1) {  // step 1 captured the graph: every later step is a replay
     stats_.replayed++;
     stats_.replay_seconds += seconds_since(t0);
   }

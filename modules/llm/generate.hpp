@@ -1,7 +1,8 @@
 #pragma once
 // Text generation on a Transformer: prompt tokens go in chunks (prefill), then one token per step under the
-// JIT: the first decode step runs, the second captures its kernels, every later one replays them with the
-// new position bound, so no token after the second builds a graph, schedules or compiles.
+// JIT: the first decode step captures its kernels (the model's state is realized at load, so there is no
+// warm-up run), every later one replays them with the new position bound, so no token after the first
+// builds a graph, schedules or compiles.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -36,9 +37,10 @@ struct GenerationStats {
   int64_t prompt_tokens = 0, generated = 0;
   double prompt_seconds = 0, generate_seconds = 0;
   // Process totals after decode steps 2 and 100 (-1 before): kernels built (compiled or read from the disk
-  // cache) and graphs scheduled. Equal totals mean steps 3..100 replayed without building anything.
+  // cache) and graphs scheduled. Equal totals mean steps 3..100 replayed without building anything (step 2
+  // is a replay already).
   int64_t built_at_2 = -1, built_at_100 = -1, scheduled_at_2 = -1, scheduled_at_100 = -1;
-  // Decode steps after the JIT's warm-up and capture (step 3 on), and their time: the steady rate.
+  // Decode steps after the JIT's capture (step 2 on), and their time: the steady rate.
   int64_t replayed = 0;
   double replay_seconds = 0;
 };

@@ -89,6 +89,17 @@ BOOST_AUTO_TEST_CASE(replay_gives_new_results_without_calling_fn) {
   BOOST_CHECK_EQUAL(f.info().launches, 1u);  // one fused kernel
 }
 
+BOOST_AUTO_TEST_CASE(without_warmup_the_first_call_captures) {
+  int calls = 0;
+  Jit f = jit(f_xy(&calls), {.warmup = false});
+  for (int step = 0; step < 4; step++) {
+    std::vector<float> x = data(step, 12), y = data(step + 100, 12);
+    check_close(f({Tensor(x, {4, 3}), Tensor(y, {4, 3})})[0].to_vector<float>(), f_by_hand(x, y, 4, 3), 1e-5);
+    BOOST_CHECK_EQUAL(f.captures(), 1u);
+  }
+  BOOST_CHECK_EQUAL(calls, 1);  // the capture; the rest were replays
+}
+
 // A device that records launch lists (INTERP does, as the reference for CUDA graphs) replays through one
 // graph, updated with each call's inputs; JIT=2 and devices without graphs launch one by one. The results
 // are the hand-computed ones either way.
