@@ -154,6 +154,16 @@ void row_lanes(const Kernel& k, Plan& p) {
     for (size_t i = 0; i < k.axes().size(); i++)
       if (int64_t n = !k.axes()[i].reduce && k.contiguous(i) ? p.divisor(i, 4) : 0; n > 0)
         return p.add(OptOps::UPCAST, i, n);
+    // A contiguous axis of symbolic size (decode attention's positions) cannot be split: the chains come
+    // from an output axis a row load is reused along (the query heads sharing a key head), which then
+    // loads each row once for all of them.
+    for (size_t i = 0; i < k.axes().size(); i++) {
+      if (k.axes()[i].reduce || p.size[i] < 4) continue;
+      bool reused = false;
+      for (size_t j = 0; j < acc.size() && !reused; j++)
+        reused = !acc[j].store && k.stride(j, i) == 0 && k.stride(j, *last) == 1;
+      if (int64_t n = reused ? p.divisor(i, 4) : 0; n > 0) return p.add(OptOps::UPCAST, i, n);
+    }
     return;
   }
   for (size_t i = k.axes().size(); i-- > 0;) {

@@ -167,6 +167,19 @@ BOOST_AUTO_TEST_CASE(row_lanes_step) {
     BOOST_TEST(run(row_lanes, k, p) == "[UPCAST(axis=1, arg=16), UPCAST(axis=0, arg=4)]");
     BOOST_TEST(p.along_rows);
   }
+  {  // scores of 4 query heads against 3 keys, s[g, n] = sum_h q[g, h] k[n, h]: n (contiguous) has no
+     // divisor of 4 (a symbolic position count has none either), so the chains come from g, along which
+     // each key row is reused: one load of it for all four heads
+    UOpRef g = range(4, 0), n = range(3, 1), h = range(64, 2, AxisType::REDUCE);
+    UOpRef q = load(glob(1, dtypes::float32, 4 * 64), g * idx(64) + h);
+    UOpRef kk = load(glob(2, dtypes::float32, 3 * 64), n * idx(64) + h);
+    UOpRef ast = UOp::sink(
+        {end(store(glob(0, dtypes::float32, 12), g * idx(3) + n, reduce(q * kk, {h}, Ops::ADD)), {g, n})});
+    Kernel k(ast, cpu16());
+    Plan p(k);
+    BOOST_TEST(run(row_lanes, k, p) == "[UPCAST(axis=2, arg=16), UPCAST(axis=0, arg=4)]");
+    BOOST_TEST(p.along_rows);
+  }
   {  // a column sum: loads contiguous along i, so i takes 64 independent chains
     Kernel k(sum_ast(256, false), cpu16());
     Plan p(k);
