@@ -4,16 +4,48 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace tg::clangdev {
+
+namespace {
+
+// How long a worker (for the next launch) or run() (for the workers' last tasks) spins before it sleeps
+// on the condition variable. A replayed graph launches kernels back to back, tens of microseconds apart:
+// a futex wake-up costs about as much as a small kernel, more in a virtual machine.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Spins until done() or kSpin has passed; returns done().
+template <class F>
+bool spin_until(F done) {
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned i = 1;; ++i) {
+    if (done()) return true;
+    relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > until) return done();
+  }
+}
+
+}  // namespace
 
 struct ThreadPool::Job {
   void (*fn)(void*, uint32_t);
   void* ctx;
   uint32_t n;
   std::atomic<uint32_t> next{0};
-  uint32_t finished = 0;  // under mu_
-  unsigned active = 0;    // workers inside this job, under mu_: the job lives on run()'s stack
+  uint32_t finished = 0;              // under mu_
+  unsigned active = 0;                // workers inside this job, under mu_: the job lives on run()'s stack
+  std::atomic<bool> complete{false};  // finished == n and active == 0, set under mu_ (run() spins on it)
 
   uint32_t drain() {
     uint32_t count = 0;
@@ -44,8 +76,9 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::worker_loop() {
   uint64_t seen = 0;
-  std::unique_lock lock(mu_);
   for (;;) {
+    spin_until([&] { return generation_.load(std::memory_order_acquire) != seen || stop_.load(); });
+    std::unique_lock lock(mu_);
     wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
     seen = generation_;
@@ -57,7 +90,10 @@ void ThreadPool::worker_loop() {
     lock.lock();
     job->finished += count;
     --job->active;
-    if (job->finished == job->n && job->active == 0) done_.notify_all();
+    if (job->finished == job->n && job->active == 0) {
+      job->complete.store(true, std::memory_order_release);
+      done_.notify_all();
+    }
   }
 }
 
@@ -78,7 +114,12 @@ void ThreadPool::run(uint32_t n, void (*fn)(void*, uint32_t), void* ctx) {
   uint32_t mine = job.drain();
   std::unique_lock lock(mu_);
   job.finished += mine;
-  done_.wait(lock, [&] { return job.finished == job.n && job.active == 0; });
+  if (job.finished != job.n || job.active != 0) {  // workers are still on their last tasks
+    lock.unlock();
+    spin_until([&] { return job.complete.load(std::memory_order_acquire); });
+    lock.lock();
+    done_.wait(lock, [&] { return job.finished == job.n && job.active == 0; });
+  }
   job_ = nullptr;
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -33,8 +34,8 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable wake_, done_;
   Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};  // written under mu_; workers spin on it before they sleep
+  std::atomic<bool> stop_{false};
   std::vector<std::thread> workers_;
 };
 
