@@ -126,7 +126,8 @@ UOpRef and_by_range(M& m) {
   const UOpRef& x = m["x"];
   const ConstValue* v = m["c1"]->const_value();
   const int64_t* c = v ? std::get_if<int64_t>(v) : nullptr;
-  if (!c || *c < 0 || (*c & (*c + 1)) != 0 || x->dtype().is_bool()) return {};
+  if (!c || *c < 0 || x->dtype().is_bool()) return {};
+  if (uint64_t u = static_cast<uint64_t>(*c); (u & (u + 1)) != 0) return {};  // unsigned: INT64_MAX + 1
   IntRange r = int_range(*x);
   return r.lo >= 0 && r.hi <= *c ? x : UOpRef{};
 }

@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE symbolic
 #include <boost/test/unit_test.hpp>
 
+#include <cstdint>
+
 #include "symbolic_fuzz.hpp"
 #include "uop/symbolic.hpp"
 
@@ -163,6 +165,8 @@ BOOST_AUTO_TEST_CASE(masks_by_range) {
   CHECK_SIMPLIFIES(neg, neg);
   UOpRef odd = var("t", 0, 5, dtypes::int32) & num(6, dtypes::int32);  // not a low-bit mask: 5 & 6 is 4
   CHECK_SIMPLIFIES(odd, odd);
+  UOpRef all = var("w", 0, 1000, dtypes::int64);  // the largest mask, 2^63 - 1
+  CHECK_SIMPLIFIES(all & num(INT64_MAX, dtypes::int64), all);
 }
 
 BOOST_AUTO_TEST_CASE(wrap_around_is_respected) {
