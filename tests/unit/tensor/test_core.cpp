@@ -1,4 +1,6 @@
 #define BOOST_TEST_MODULE tensor_core
+#include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "codegen/lower.hpp"
@@ -35,6 +37,24 @@ BOOST_AUTO_TEST_CASE(from_host_data) {
         Tensor(std::vector<float>{1, 2, 3}, {2, 2});
       },
       "[tensor] 3 values do not fill the shape (2,2)");
+}
+
+// Read back in its own element type a tensor's bytes come as they are (a NaN's payload, -0, a denormal, the
+// integer extremes); in another type each element converts.
+BOOST_AUTO_TEST_CASE(to_vector_keeps_bits_and_converts) {
+  const std::vector<uint32_t> bits{0x7fc00123u, 0x80000000u, 0x00000001u, 0x3f800000u, 0xff800000u};
+  std::vector<float> f(bits.size());
+  std::memcpy(f.data(), bits.data(), bits.size() * 4);
+  std::vector<float> back = Tensor(f).to_vector<float>();
+  std::vector<uint32_t> direct(back.size());
+  std::memcpy(direct.data(), back.data(), back.size() * 4);
+  BOOST_TEST(direct == bits, boost::test_tools::per_element());
+  const std::vector<int64_t> ints{std::numeric_limits<int64_t>::min(), -1, 0, std::numeric_limits<int64_t>::max()};
+  BOOST_TEST(Tensor(ints).to_vector<int64_t>() == ints, boost::test_tools::per_element());
+  BOOST_TEST(Tensor(std::vector<int32_t>{-3, 70000}).to_vector<int16_t>() == (std::vector<int16_t>{-3, 4464}),
+             boost::test_tools::per_element());  // 70000 wraps to 70000 - 65536 as C's cast does
+  BOOST_TEST(Tensor(std::vector<float>{1.75f, -2.5f}).to_vector<double>() == (std::vector<double>{1.75, -2.5}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(scalars) {
