@@ -1,6 +1,9 @@
 // The schedule cache (tinygrad's schedule cache): scheduling is a pure function of the interned sink, except
 // for the BUFFERs it makes. So the schedule of a graph seen before is replayed with new buffers in their
-// place. A training step or a per-op loop that rebuilds the same graph schedules it once.
+// place. A training step or a per-op loop that rebuilds the same graph schedules it once. The key is the sink
+// with its BUFFERs replaced by stand-ins (same device, size and dtype, numbered in graph order), so a graph
+// that differs only in the buffers it reads and writes (the next layer of a model) replays the schedule
+// with its own buffers in place of the first one's.
 #include <algorithm>
 #include <atomic>
 #include <list>
@@ -16,6 +19,7 @@ namespace {
 
 struct Entry {
   UOpRef sink;  // the key, held so its address stays this graph's
+  std::vector<UOpRef> inputs;  // the BUFFERs of the graph that was scheduled, in the key's order
   std::vector<ScheduleItem> items;
   BecomesMap becomes;
   VarVals var_vals;
@@ -79,10 +83,30 @@ class ScheduleCache {
 
 int64_t unique_of(const UOp* buffer) { return buffer->src(0)->arg_as<int64_t>(); }
 
+// Every BUFFER of a sink (all of them existed before it is scheduled), in graph order.
+std::vector<UOpRef> buffers_of(const UOpRef& sink) {
+  std::vector<UOpRef> out;
+  for (const UOp* x : sink->toposort())
+    if (x->op() == Ops::BUFFER) out.push_back(x->ref());
+  return out;
+}
+
+// The sink with buffer i replaced by a stand-in numbered -(i + 1): the cache's key, never scheduled.
+UOpRef key_of(const UOpRef& sink, const std::vector<UOpRef>& buffers) {
+  if (buffers.empty()) return sink;
+  std::unordered_map<const UOp*, UOpRef> standin;
+  for (size_t i = 0; i < buffers.size(); i++) {
+    const UOpRef& b = buffers[i];
+    UOpRef unique = UOp::make(Ops::UNIQUE, dtypes::void_, {}, -static_cast<int64_t>(i) - 1);
+    standin.emplace(b.get(), UOp::make(Ops::BUFFER, b->dtype(), {unique, b->src(1)}, b->arg()));
+  }
+  return sink->substitute(standin);
+}
+
 // Remembers which BUFFERs of a fresh schedule it made itself (ids from first_id on).
-Entry make_entry(const UOpRef& sink, const std::vector<ScheduleItem>& items, const BecomesMap& becomes,
-                 const VarVals& var_vals, int64_t first_id) {
-  Entry e{sink, items, becomes, var_vals, {}, {}};
+Entry make_entry(const UOpRef& key, std::vector<UOpRef> inputs, const std::vector<ScheduleItem>& items,
+                 const BecomesMap& becomes, const VarVals& var_vals, int64_t first_id) {
+  Entry e{key, std::move(inputs), items, becomes, var_vals, {}, {}};
   sched::NodeSet seen;
   auto note = [&](const UOp* u) {
     for (const UOp* x : u->toposort())
@@ -105,11 +129,16 @@ Entry make_entry(const UOpRef& sink, const std::vector<ScheduleItem>& items, con
   return e;
 }
 
-// The cached schedule with a new BUFFER for each one it made.
-std::vector<ScheduleItem> replay(Entry& e, BecomesMap& becomes, VarVals* var_vals) {
+// The cached schedule with a new BUFFER for each one it made and this graph's buffers (inputs, in the key's
+// order) for the scheduled graph's.
+std::vector<ScheduleItem> replay(Entry& e, const std::vector<UOpRef>& inputs, BecomesMap& becomes,
+                                 VarVals* var_vals) {
   std::unordered_map<const UOp*, UOpRef> fresh;
   for (const UOpRef& f : e.fresh)
     fresh.emplace(f.get(), new_buffer(f->src(1), f->arg_as<int64_t>(), f->dtype()));
+  bool moved = false;  // another graph of the same shape: its buffers in place of the entry's
+  for (size_t i = 0; i < inputs.size(); i++)
+    if (inputs[i] != e.inputs[i]) fresh.emplace(e.inputs[i].get(), inputs[i]), moved = true;
   auto swap = [&](const UOpRef& u) {
     if (u->op() == Ops::BUFFER) {
       auto it = fresh.find(u.get());
@@ -119,8 +148,17 @@ std::vector<ScheduleItem> replay(Entry& e, BecomesMap& becomes, VarVals* var_val
   };
   for (ScheduleItem& si : e.items)
     for (UOpRef& b : si.bufs) b = swap(b);
-  for (size_t i : e.fresh_asts) e.items[i].ast = e.items[i].ast->substitute(fresh);
-  for (auto& [k, v] : e.becomes) becomes[k] = swap(v);
+  for (size_t i = 0; i < e.items.size(); i++)
+    if (moved ? e.items[i].is_copy() : std::find(e.fresh_asts.begin(), e.fresh_asts.end(), i) != e.fresh_asts.end())
+      e.items[i].ast = e.items[i].ast->substitute(fresh);
+  if (!moved) {
+    for (auto& [k, v] : e.becomes) becomes[k] = swap(v);
+  } else {  // the keys in this graph: one substitution over all of them, which share most of their nodes
+    std::vector<UOpRef> keys, values;
+    for (auto& [k, v] : e.becomes) keys.push_back(k), values.push_back(swap(v));
+    UOpRef now = UOp::make(Ops::SINK, dtypes::void_, keys)->substitute(fresh);
+    for (size_t i = 0; i < keys.size(); i++) becomes[now->src(i)] = values[i];
+  }
   if (var_vals)
     for (const auto& [k, v] : e.var_vals) (*var_vals)[k] = v;
   if (env::DEBUG >= 5)
@@ -136,16 +174,18 @@ size_t schedule_cache_hits() { return ScheduleCache::get().hits.load(std::memory
 std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& becomes, VarVals* var_vals) {
   ScheduleCache& cache = ScheduleCache::get();
   if (rewrite_tracing() || cache.limit() == 0) return sched::schedule_uncached(sink, becomes, var_vals);
+  std::vector<UOpRef> inputs = buffers_of(sink);
+  UOpRef key = key_of(sink, inputs);
   Entry e;
-  if (cache.find(sink.get(), e)) {
+  if (cache.find(key.get(), e)) {
     cache.hits.fetch_add(1, std::memory_order_relaxed);
-    return replay(e, becomes, var_vals);
+    return replay(e, inputs, becomes, var_vals);
   }
   int64_t first_id = sched::peek_unique_id();
   BecomesMap b;
   VarVals vv;
   std::vector<ScheduleItem> items = sched::schedule_uncached(sink, b, &vv);
-  cache.put(make_entry(sink, items, b, vv, first_id));
+  cache.put(make_entry(key, std::move(inputs), items, b, vv, first_id));
   for (auto& [k, v] : b) becomes[k] = v;
   if (var_vals)
     for (const auto& [k, v] : vv) (*var_vals)[k] = v;
