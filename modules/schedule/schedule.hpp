@@ -42,9 +42,10 @@ std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& become
                                           VarVals* var_vals = nullptr);
 
 // The schedule cache: create_schedule remembers the schedules of the last SCHEDULE_CACHE (default 16)
-// graphs, keyed by the interned sink (so the same structure and the same buffers). Scheduling the same graph
-// again copies the items with new BUFFERs in place of the ones the schedule made (outputs, intermediates),
-// so every schedule still writes fresh buffers. Skipped while rewrites are traced (VIZ). Returns the old
+// graphs, keyed by the interned sink with its BUFFERs replaced by numbered stand-ins (so the same structure
+// over buffers of the same devices, sizes and dtypes). Scheduling such a graph again copies the items with
+// its own buffers in place of the first graph's and new BUFFERs in place of the ones the schedule made
+// (outputs, intermediates), so every schedule still writes fresh buffers. Skipped while rewrites are traced (VIZ). Returns the old
 // size; 0 turns it off and empties it.
 size_t set_schedule_cache_size(size_t entries);
 size_t schedule_cache_hits();  // schedules served from the cache in this process
