@@ -411,8 +411,8 @@ std::vector<T> Tensor::to_vector() const {
   DType d = dtype(), as = dtype_of<T>();
   std::vector<T> out(static_cast<size_t>(numel().bound()));
   if constexpr (!std::is_same_v<T, bool>) {  // the element type itself: the bytes as they are
-    if (d == as) {
-      std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+    if (d == as) {  // (an empty vector's data() may be null, which memcpy may not take)
+      if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
       return out;
     }
   }
