@@ -18,7 +18,7 @@ namespace tg::sched {
 namespace {
 
 struct Entry {
-  UOpRef sink;  // the key, held so its address stays this graph's
+  UOpRef sink;                 // the key, held so its address stays this graph's
   std::vector<UOpRef> inputs;  // the BUFFERs of the graph that was scheduled, in the key's order
   std::vector<ScheduleItem> items;
   BecomesMap becomes;
@@ -129,6 +129,15 @@ Entry make_entry(const UOpRef& key, std::vector<UOpRef> inputs, const std::vecto
   return e;
 }
 
+// The entry's bound variables, and its items (already given this graph's buffers).
+std::vector<ScheduleItem> finish(Entry& e, VarVals* var_vals) {
+  if (var_vals)
+    for (const auto& [k, v] : e.var_vals) (*var_vals)[k] = v;
+  if (env::DEBUG >= 5)
+    for (const ScheduleItem& si : e.items) debug_log(5, "{}", si.str());
+  return std::move(e.items);
+}
+
 // The cached schedule with a new BUFFER for each one it made and this graph's buffers (inputs, in the key's
 // order) for the scheduled graph's.
 std::vector<ScheduleItem> replay(Entry& e, const std::vector<UOpRef>& inputs, BecomesMap& becomes,
@@ -148,22 +157,19 @@ std::vector<ScheduleItem> replay(Entry& e, const std::vector<UOpRef>& inputs, Be
   };
   for (ScheduleItem& si : e.items)
     for (UOpRef& b : si.bufs) b = swap(b);
-  for (size_t i = 0; i < e.items.size(); i++)
-    if (moved ? e.items[i].is_copy() : std::find(e.fresh_asts.begin(), e.fresh_asts.end(), i) != e.fresh_asts.end())
-      e.items[i].ast = e.items[i].ast->substitute(fresh);
   if (!moved) {
+    for (size_t i : e.fresh_asts) e.items[i].ast = e.items[i].ast->substitute(fresh);
     for (auto& [k, v] : e.becomes) becomes[k] = swap(v);
-  } else {  // the keys in this graph: one substitution over all of them, which share most of their nodes
-    std::vector<UOpRef> keys, values;
-    for (auto& [k, v] : e.becomes) keys.push_back(k), values.push_back(swap(v));
-    UOpRef now = UOp::make(Ops::SINK, dtypes::void_, keys)->substitute(fresh);
-    for (size_t i = 0; i < keys.size(); i++) becomes[now->src(i)] = values[i];
+    return finish(e, var_vals);
   }
-  if (var_vals)
-    for (const auto& [k, v] : e.var_vals) (*var_vals)[k] = v;
-  if (env::DEBUG >= 5)
-    for (const ScheduleItem& si : e.items) debug_log(5, "{}", si.str());
-  return std::move(e.items);
+  for (ScheduleItem& si : e.items)  // a copy's AST names its source buffer
+    if (si.is_copy()) si.ast = si.ast->substitute(fresh);
+  // the keys in this graph: one substitution over all of them, which share most of their nodes
+  std::vector<UOpRef> keys, values;
+  for (auto& [k, v] : e.becomes) keys.push_back(k), values.push_back(swap(v));
+  UOpRef now = UOp::make(Ops::SINK, dtypes::void_, keys)->substitute(fresh);
+  for (size_t i = 0; i < keys.size(); i++) becomes[now->src(i)] = values[i];
+  return finish(e, var_vals);
 }
 
 }  // namespace

@@ -45,8 +45,8 @@ std::vector<ScheduleItem> create_schedule(const UOpRef& sink, BecomesMap& become
 // graphs, keyed by the interned sink with its BUFFERs replaced by numbered stand-ins (so the same structure
 // over buffers of the same devices, sizes and dtypes). Scheduling such a graph again copies the items with
 // its own buffers in place of the first graph's and new BUFFERs in place of the ones the schedule made
-// (outputs, intermediates), so every schedule still writes fresh buffers. Skipped while rewrites are traced (VIZ). Returns the old
-// size; 0 turns it off and empties it.
+// (outputs, intermediates), so every schedule still writes fresh buffers. Skipped while rewrites are traced
+// (VIZ). Returns the old size; 0 turns it off and empties it.
 size_t set_schedule_cache_size(size_t entries);
 size_t schedule_cache_hits();  // schedules served from the cache in this process
 

@@ -49,13 +49,15 @@ BOOST_AUTO_TEST_CASE(to_vector_keeps_bits_and_converts) {
   std::vector<uint32_t> direct(back.size());
   std::memcpy(direct.data(), back.data(), back.size() * 4);
   BOOST_TEST(direct == bits, boost::test_tools::per_element());
-  const std::vector<int64_t> ints{std::numeric_limits<int64_t>::min(), -1, 0, std::numeric_limits<int64_t>::max()};
+  const std::vector<int64_t> ints{std::numeric_limits<int64_t>::min(), -1, 0,
+                                  std::numeric_limits<int64_t>::max()};
   BOOST_TEST(Tensor(ints).to_vector<int64_t>() == ints, boost::test_tools::per_element());
   BOOST_TEST(Tensor(std::vector<int32_t>{-3, 70000}).to_vector<int16_t>() == (std::vector<int16_t>{-3, 4464}),
              boost::test_tools::per_element());  // 70000 wraps to 70000 - 65536 as C's cast does
   BOOST_TEST(Tensor::zeros({0, 3}).to_vector<float>().empty());
-  BOOST_TEST(Tensor(std::vector<float>{1.75f, -2.5f}).to_vector<double>() == (std::vector<double>{1.75, -2.5}),
-             boost::test_tools::per_element());
+  BOOST_TEST(
+      Tensor(std::vector<float>{1.75f, -2.5f}).to_vector<double>() == (std::vector<double>{1.75, -2.5}),
+      boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(scalars) {
